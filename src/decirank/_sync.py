@@ -1,0 +1,43 @@
+"""Sync twins run the async implementation on one background event loop.
+
+The logic of every tool is written once, as a coroutine. A sync call submits
+it to a private loop in a daemon thread and waits; this works the same from
+plain scripts, from threads, and from code already inside an event loop
+(where ``asyncio.run`` would refuse). Ctrl-C while waiting cancels the work,
+so it is recorded as cancelled rather than left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
+
+__all__ = ["run_sync"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_loop: asyncio.AbstractEventLoop | None = None
+_lock = threading.Lock()
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _lock:
+        if _loop is None or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="decirank-loop", daemon=True).start()
+            _loop = loop
+        return _loop
+
+
+def run_sync(function: Callable[P, Coroutine[Any, Any, T]], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run ``function(*args, **kwargs)`` to completion and return its result."""
+    future = asyncio.run_coroutine_threadsafe(function(*args, **kwargs), _background_loop())
+    try:
+        return future.result()
+    except KeyboardInterrupt:
+        future.cancel()
+        raise

@@ -1,0 +1,160 @@
+"""``decirank rank``, ``rerank`` and ``filter``: the tools on the command line."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from .._jsonpath import MISSING, resolve_dot_path
+from ..tools.filter import DEFAULT_MIN_CONFIDENCE
+from ..tools.filter import filter as filter_items
+from ..tools.rank import rank as rank_items
+from ..tools.rerank import DEFAULT_TIMEOUT
+from ..tools.rerank import rerank as rerank_documents
+from ._app import app
+from ._output import console, new_table, parse_json_option, print_json, probability_bar, read_json_list, short_text
+
+ModelOption = Annotated[str, typer.Option("--model", "-m", help="A role (decider) or a provider:model name.")]
+BaseUrlOption = Annotated[
+    str | None, typer.Option("--base-url", help="Base URL for an HTTP backend, e.g. http://127.0.0.1:8000.")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="Time budget in seconds for the whole call.")]
+ItemsArgument = Annotated[str, typer.Argument(help="A JSON array file, a JSON Lines file, or - for stdin.")]
+
+
+def _shown(item: Any, describe: str | None) -> str:
+    value = resolve_dot_path(item, describe) if describe else item
+    return short_text(item if value is MISSING else value)
+
+
+def _usage_line(data: dict[str, Any]) -> str:
+    usage = data["usage"]
+    cost = "unknown" if usage["cost"] is None else f"${usage['cost']:.6f}"
+    return (
+        f"model {data['model']} · {usage['calls']} call(s) · {usage['input_tokens']} input tokens · cost {cost}"
+    )
+
+
+@app.command()
+def rank(
+    items: ItemsArgument,
+    instructions: Annotated[str, typer.Option("--instructions", "-i", help="The choice question.")],
+    state: Annotated[str, typer.Option("--state", "-s", help="The context as JSON (plain text is a string).")],
+    describe: Annotated[str | None, typer.Option("--describe", "-d", help="Dot path into each item to show.")] = None,
+    none: Annotated[str | None, typer.Option("--none", help="Text of a 'nothing fits' option.")] = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", "-k", help="Keep only the best k.")] = None,
+    model: ModelOption = "decider",
+    base_url: BaseUrlOption = None,
+    timeout: TimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Rank a list against a question in one decision-model call."""
+    result = rank_items(
+        read_json_list(items, "items"),
+        instructions,
+        parse_json_option(state, "state"),
+        describe=describe,
+        none=none,
+        top_k=top_k,
+        model=model,
+        base_url=base_url,
+        timeout=timeout,
+    )
+    data = result.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    table = new_table("#", "probability", "", "item")
+    for position, entry in enumerate(result.ranked, start=1):
+        probability = "—" if entry.probability is None else f"{entry.probability:.3f}"
+        table.add_row(str(position), probability, probability_bar(entry.probability), _shown(entry.item, describe))
+    console.print(table)
+    if result.none is not None:
+        verdict = "nothing fits" if result.no_fit else "an item fits"
+        console.print(f"none: {result.none:.3f} ({verdict})")
+    console.print(_usage_line(data), style="dim")
+
+
+@app.command()
+def rerank(
+    documents: Annotated[str, typer.Argument(help="Documents: strings or {id, text, metadata} objects, as a JSON array or JSON Lines file, or -.")],
+    query: Annotated[str, typer.Option("--query", "-q", help="The request the documents are scored against.")],
+    top_k: Annotated[int | None, typer.Option("--top-k", "-k", help="Keep only the best k (0 keeps all).")] = None,
+    min_relevance: Annotated[
+        float | None, typer.Option("--min-relevance", help="Drop documents scored below this (0.1 is a good start).")
+    ] = None,
+    max_documents_per_call: Annotated[
+        int | None, typer.Option("--per-call", help="Documents per model call when the model declares no limit.")
+    ] = None,
+    model: ModelOption = "decider",
+    base_url: BaseUrlOption = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Time budget in seconds for the whole rerank.")] = DEFAULT_TIMEOUT,
+    as_json: JsonOption = False,
+) -> None:
+    """Score each document's relevance to a query (one likelihood each) and sort."""
+    result = rerank_documents(
+        query,
+        read_json_list(documents, "documents"),
+        top_k=top_k,
+        min_relevance=min_relevance,
+        max_documents_per_call=max_documents_per_call,
+        model=model,
+        base_url=base_url,
+        timeout=timeout,
+    )
+    data = result.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    table = new_table("rank", "relevance", "", "id", "document")
+    for entry in result.results:
+        text = entry.document if isinstance(entry.document, str) else entry.document.get("text", "")
+        table.add_row(
+            str(entry.rank), f"{entry.relevance_score:.3f}", probability_bar(entry.relevance_score), str(entry.id), short_text(text)
+        )
+    console.print(table)
+    console.print(_usage_line(data), style="dim")
+
+
+@app.command(name="filter")
+def filter_command(
+    items: ItemsArgument,
+    question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each item.")],
+    state: Annotated[str, typer.Option("--state", "-s", help="The context as JSON (plain text is a string).")],
+    min_confidence: Annotated[
+        float, typer.Option("--min-confidence", help="Keep items at least this likely.")
+    ] = DEFAULT_MIN_CONFIDENCE,
+    describe: Annotated[str | None, typer.Option("--describe", "-d", help="Dot path into each item to show.")] = None,
+    model: ModelOption = "decider",
+    base_url: BaseUrlOption = None,
+    timeout: TimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Keep the items for which a yes/no question is likely true (the decide gate)."""
+    result = filter_items(
+        read_json_list(items, "items"),
+        question,
+        parse_json_option(state, "state"),
+        min_confidence=min_confidence,
+        describe=describe,
+        model=model,
+        base_url=base_url,
+        timeout=timeout,
+    )
+    data = result.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    table = new_table("kept", "probability", "", "item")
+    for decision in result.decisions:
+        table.add_row(
+            "yes" if decision.kept else "no",
+            f"{decision.probability:.3f}",
+            probability_bar(decision.probability),
+            _shown(decision.item, describe),
+        )
+    console.print(table)
+    console.print(f"kept {data['count']}, dropped {data['dropped_count']} (min confidence {result.min_confidence:g})")
+    console.print(_usage_line(data), style="dim")

@@ -1,0 +1,46 @@
+"""One likelihood question per text, split across concurrent calls (rerank, filter)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..decisions.questions import DecisionRequest, LikelihoodQuestion
+from ..decisions.toolcall import ToolCall
+from ..errors import InvalidInputError
+
+__all__ = ["DEFAULT_QUESTIONS_PER_CALL", "ask_likelihoods", "questions_per_call"]
+
+DEFAULT_QUESTIONS_PER_CALL = 20
+
+
+def questions_per_call(call: ToolCall, requested: int | None) -> int:
+    """The smallest limit any model of the role declares, else the caller's, else 20."""
+    if requested is not None and (isinstance(requested, bool) or not isinstance(requested, int) or requested < 1):
+        raise InvalidInputError("max_documents_per_call", "an integer of at least 1", got=requested)
+    assert call.decider is not None
+    declared = call.decider.limits.max_questions
+    return declared or requested or DEFAULT_QUESTIONS_PER_CALL
+
+
+def likelihood_requests(state: Any, texts: Sequence[str], per_call: int) -> list[DecisionRequest]:
+    """Question ids are the texts' positions; they are never shown to the model."""
+    return [
+        DecisionRequest(
+            state=state,
+            questions={str(i): LikelihoodQuestion(texts[i]) for i in range(start, min(start + per_call, len(texts)))},
+        )
+        for start in range(0, len(texts), per_call)
+    ]
+
+
+async def ask_likelihoods(call: ToolCall, state: Any, texts: Sequence[str], per_call: int) -> list[float]:
+    """The probability of each text, in order; any failed call fails them all."""
+    requests = likelihood_requests(state, texts, per_call)
+    responses = await call.ask_all(requests)
+    # Every question has a checked answer (check_response), so every slot gets filled.
+    probabilities: dict[int, float] = {}
+    for request, response in zip(requests, responses, strict=True):
+        for qid in request.questions:
+            probabilities[int(qid)] = response.answers[qid].probability
+    return [probabilities[i] for i in range(len(texts))]

@@ -1,0 +1,264 @@
+"""rank (seed ``builtin__rank``): one choice question over a whole list.
+
+The items become the options of one choice question. Everything that decides
+the outcome without a model (checking input, the order options are shown in,
+splitting long lists, reading answers back, sorting) is plain functions
+below; :func:`arank` only asks the questions they build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._jsonpath import MISSING, digest, resolve_dot_path, to_text
+from .._sync import run_sync
+from ..decisions.answers import ChoiceAnswer, Usage
+from ..decisions.decider import DEFAULT_ROLE
+from ..decisions.questions import ChoiceQuestion, DecisionRequest
+from ..decisions.toolcall import ToolCall
+from ..errors import InvalidInputError
+from ._checks import check_instructions, check_items, check_optional_text, check_top_k
+
+__all__ = ["RankResult", "RankedItem", "arank", "rank"]
+
+NONE_KEY = "none"
+
+
+@dataclass(frozen=True)
+class RankedItem:
+    item: Any
+    #: The item's position in the input list.
+    index: int
+    #: Its probability in the final choice; None when it did not reach the final.
+    probability: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"item": self.item, "index": self.index, "probability": self.probability}
+
+
+@dataclass(frozen=True)
+class RankResult:
+    ranked: list[RankedItem]
+    #: The probability of the "nothing fits" option, when one was asked for.
+    none: float | None = None
+    #: True when "nothing fits" beat every item.
+    no_fit: bool = False
+    model: str = ""
+    usage: Usage = field(default_factory=Usage)
+    run_id: str | None = None
+
+    @property
+    def items(self) -> list[Any]:
+        return [entry.item for entry in self.ranked]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "items": self.items,
+            "ranked": [entry.to_dict() for entry in self.ranked],
+            "none": self.none,
+            "no_fit": self.no_fit,
+            "model": self.model,
+            "usage": self.usage.to_dict(),
+            "run_id": self.run_id,
+        }
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A checked rank request: each item's option text and the order options are shown in."""
+
+    items: list[Any]
+    option_texts: list[str]
+    instructions: str
+    state: Any
+    none: str | None
+    top_k: int | None
+    #: Input indices in presentation order.
+    order: list[int]
+
+
+def presentation_order(items: Sequence[Any]) -> list[int]:
+    """A shuffle seeded by the *set* of items, so the input order cannot change it.
+
+    Each item's place is the hash of the item together with a digest of the
+    whole multiset; identical items tie and keep their input order.
+    """
+    item_digests = [digest(item) for item in items]
+    list_digest = hashlib.sha256(b"".join(sorted(item_digests))).digest()
+    keys = [hashlib.sha256(list_digest + item_digest).digest() for item_digest in item_digests]
+    return sorted(range(len(items)), key=lambda index: (keys[index], index))
+
+
+def option_texts(items: Sequence[Any], describe: str | None) -> list[str]:
+    if describe is None:
+        return [to_text(item) for item in items]
+    texts = []
+    for index, item in enumerate(items):
+        value = resolve_dot_path(item, describe)
+        if value is MISSING:
+            raise InvalidInputError(
+                "describe", "a dot path present in every item", detail=f"item {index} has no {describe!r}"
+            )
+        texts.append(to_text(value))
+    return texts
+
+
+def plan_rank(
+    items: Any, instructions: Any, state: Any, *, describe: Any, none: Any, top_k: Any
+) -> _Plan:
+    items = check_items(items)
+    instructions = check_instructions(instructions)
+    describe = check_optional_text(describe, "describe")
+    none = check_optional_text(none, "none")
+    top_k = check_top_k(top_k, allow_zero=False)
+    return _Plan(
+        items=items,
+        option_texts=option_texts(items, describe),
+        instructions=instructions,
+        state=state,
+        none=none,
+        top_k=top_k,
+        order=presentation_order(items),
+    )
+
+
+def option_key(position: int) -> str:
+    """Keys that sort as they are shown: servers may sort option keys."""
+    return f"{position:03d}"
+
+
+def choice_request(plan: _Plan, indices: Sequence[int], *, with_none: bool) -> DecisionRequest:
+    options = {option_key(position): plan.option_texts[index] for position, index in enumerate(indices)}
+    if with_none:
+        options[NONE_KEY] = plan.none or ""
+    return DecisionRequest(
+        state=plan.state, questions={"rank": ChoiceQuestion(plan.instructions, options)}
+    )
+
+
+def read_choice(answer: ChoiceAnswer, indices: Sequence[int]) -> tuple[dict[int, float], float | None]:
+    """Item probabilities by input index, and the "nothing fits" probability if asked."""
+    probabilities = {index: answer.probabilities[option_key(position)] for position, index in enumerate(indices)}
+    return probabilities, answer.probabilities.get(NONE_KEY)
+
+
+def split_evenly(order: Sequence[int], capacity: int) -> list[list[int]]:
+    """Chunks of at most ``capacity``, as equal in size as possible, order kept."""
+    count = math.ceil(len(order) / capacity)
+    size, extra = divmod(len(order), count)
+    chunks, start = [], 0
+    for number in range(count):
+        end = start + size + (1 if number < extra else 0)
+        chunks.append(list(order[start:end]))
+        start = end
+    return chunks
+
+
+def by_probability(probabilities: dict[int, float]) -> list[int]:
+    """Highest first; ties keep input order."""
+    return sorted(probabilities, key=lambda index: (-probabilities[index], index))
+
+
+@dataclass
+class _Round:
+    final: dict[int, float]
+    none: float | None
+    #: Items that did not reach the final, best first: later rounds' losers before earlier ones'.
+    eliminated: list[int]
+
+
+async def _rank_round(call: ToolCall, plan: _Plan, order: list[int], capacity: int) -> _Round:
+    if len(order) <= capacity:
+        with_none = plan.none is not None
+        response = await call.ask(choice_request(plan, order, with_none=with_none))
+        final, none_probability = read_choice(response.answers["rank"], order)
+        return _Round(final, none_probability, [])
+
+    chunks = split_evenly(order, capacity)
+    responses = await call.ask_all([choice_request(plan, chunk, with_none=False) for chunk in chunks])
+    per_chunk = max(1, capacity // len(chunks))
+    finalists: set[int] = set()
+    eliminated: dict[int, float] = {}
+    for chunk, response in zip(chunks, responses, strict=True):
+        chunk_probabilities, _ = read_choice(response.answers["rank"], chunk)
+        ordered = by_probability(chunk_probabilities)
+        finalists.update(ordered[:per_chunk])
+        eliminated.update({index: chunk_probabilities[index] for index in ordered[per_chunk:]})
+    # Finalists keep the seeded presentation order; very long lists recurse.
+    next_round = await _rank_round(call, plan, [index for index in order if index in finalists], capacity)
+    return _Round(next_round.final, next_round.none, next_round.eliminated + by_probability(eliminated))
+
+
+def build_result(plan: _Plan, outcome: _Round, *, model: str, usage: Usage, run_id: str | None) -> RankResult:
+    ranked = [RankedItem(plan.items[i], i, outcome.final[i]) for i in by_probability(outcome.final)]
+    ranked += [RankedItem(plan.items[i], i, None) for i in outcome.eliminated]
+    if plan.top_k is not None:
+        ranked = ranked[: plan.top_k]
+    no_fit = outcome.none is not None and all(outcome.none > p for p in outcome.final.values())
+    return RankResult(ranked, outcome.none, no_fit, model, usage, run_id)
+
+
+async def arank(
+    items: Sequence[Any],
+    instructions: str,
+    state: Any,
+    *,
+    describe: str | None = None,
+    none: str | None = None,
+    top_k: int | None = None,
+    model: str = DEFAULT_ROLE,
+    timeout: float | None = None,
+    base_url: str | None = None,
+) -> RankResult:
+    """Rank ``items`` against ``instructions`` in the context of ``state``.
+
+    ``describe`` is a dot path into each item to show as its option (the whole
+    item otherwise); ``none`` adds a "nothing fits" option; ``top_k`` keeps the
+    best k. Lists longer than the model's option limit are ranked in chunks
+    sent together, whose best items meet in a final choice.
+    """
+    plan = plan_rank(items, instructions, state, describe=describe, none=none, top_k=top_k)
+    async with ToolCall("rank", model=model, timeout=timeout, backend_options={"base_url": base_url}) as call:
+        if not plan.items or (len(plan.items) == 1 and plan.none is None):
+            # Nothing to choose between: a single option has all the probability.
+            outcome = _Round({index: 1.0 for index in plan.order}, None, [])
+        else:
+            # One option is kept free for "nothing fits", as the seed's 254-item chunks imply.
+            capacity = call.decider.limits.max_options - 1
+            outcome = await _rank_round(call, plan, plan.order, capacity)
+        result = build_result(plan, outcome, model=call.answered_by, usage=call.usage, run_id=call.run_id)
+    if not plan.items and plan.none is not None:
+        # No item can fit an empty list; no probability is invented for it.
+        result = RankResult([], None, True, result.model, result.usage, result.run_id)
+    return result
+
+
+def rank(
+    items: Sequence[Any],
+    instructions: str,
+    state: Any,
+    *,
+    describe: str | None = None,
+    none: str | None = None,
+    top_k: int | None = None,
+    model: str = DEFAULT_ROLE,
+    timeout: float | None = None,
+    base_url: str | None = None,
+) -> RankResult:
+    """The sync twin of :func:`arank`."""
+    return run_sync(
+        arank,
+        items,
+        instructions,
+        state,
+        describe=describe,
+        none=none,
+        top_k=top_k,
+        model=model,
+        timeout=timeout,
+        base_url=base_url,
+    )

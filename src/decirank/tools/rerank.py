@@ -1,0 +1,147 @@
+"""rerank (seed ``DecisionReranker``): one likelihood question per document.
+
+The query is the state; each document is asked as ``This note bears on the
+request: <text>``; its relevance score is the probability. Documents are
+split across concurrent calls that share one time budget, and any failed call
+or missing answer fails the whole rerank: no score is ever invented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._sync import run_sync
+from ..decisions.answers import Usage
+from ..decisions.decider import DEFAULT_ROLE
+from ..decisions.toolcall import ToolCall
+from ..errors import InvalidInputError
+from ._checks import check_instructions, check_items, check_probability_threshold, check_top_k
+from ._likelihoods import ask_likelihoods, questions_per_call
+
+__all__ = ["DEFAULT_TIMEOUT", "QUESTION_PREFIX", "RerankResult", "RerankedDocument", "arerank", "rerank"]
+
+QUESTION_PREFIX = "This note bears on the request: "
+DEFAULT_TIMEOUT = 15.0
+
+
+@dataclass(frozen=True)
+class RerankedDocument:
+    #: The document's id: its own ``id``, else its position in the input.
+    id: Any
+    #: The document as it was given (a string, or an object with ``text``).
+    document: Any
+    relevance_score: float
+    #: 1 for the most relevant document.
+    rank: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "document": self.document, "relevance_score": self.relevance_score, "rank": self.rank}
+
+
+@dataclass(frozen=True)
+class RerankResult:
+    results: list[RerankedDocument]
+    model: str = ""
+    usage: Usage = field(default_factory=Usage)
+    run_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "results": [result.to_dict() for result in self.results],
+            "model": self.model,
+            "usage": self.usage.to_dict(),
+            "run_id": self.run_id,
+        }
+
+
+@dataclass(frozen=True)
+class _Document:
+    id: Any
+    text: str
+    original: Any
+    index: int
+
+
+def check_documents(documents: Any) -> list[_Document]:
+    """Strings, or objects ``{id?, text, metadata?}``; a string's id is its position."""
+    checked = []
+    for index, document in enumerate(check_items(documents, "documents")):
+        if isinstance(document, str):
+            checked.append(_Document(index, document, document, index))
+        elif isinstance(document, dict) and isinstance(document.get("text"), str):
+            checked.append(_Document(document.get("id", index), document["text"], document, index))
+        else:
+            raise InvalidInputError(
+                f"documents.{index}", "a string or an object with a string 'text'", got=document
+            )
+    return checked
+
+
+def order_results(
+    documents: Sequence[_Document], scores: Sequence[float], *, top_k: int | None, min_relevance: float | None
+) -> list[RerankedDocument]:
+    """Highest score first, ties in input order; then the threshold, then ``top_k``."""
+    order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
+    results = [
+        RerankedDocument(documents[i].id, documents[i].original, scores[i], rank)
+        for rank, i in enumerate(order, start=1)
+    ]
+    if min_relevance is not None:
+        results = [result for result in results if result.relevance_score >= min_relevance]
+    return results[:top_k] if top_k is not None else results
+
+
+async def arerank(
+    query: str,
+    documents: Sequence[Any],
+    *,
+    top_k: int | None = None,
+    min_relevance: float | None = None,
+    model: str = DEFAULT_ROLE,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    max_documents_per_call: int | None = None,
+    base_url: str | None = None,
+) -> RerankResult:
+    """Score each document's relevance to ``query`` and sort by it.
+
+    ``top_k`` keeps the best k (0 or None keeps all); ``min_relevance`` drops
+    documents scored below it (0.1 is a good start: likelihoods of decision
+    models are not calibrated). All calls share the one ``timeout`` budget.
+    """
+    query = check_instructions(query, "query")
+    checked = check_documents(documents)
+    top_k = check_top_k(top_k, allow_zero=True)
+    min_relevance = check_probability_threshold(min_relevance, "min_relevance")
+    async with ToolCall("rerank", model=model, timeout=timeout, backend_options={"base_url": base_url}) as call:
+        per_call = questions_per_call(call, max_documents_per_call)
+        texts = [QUESTION_PREFIX + document.text for document in checked]
+        scores = await ask_likelihoods(call, query, texts, per_call) if checked else []
+        results = order_results(checked, scores, top_k=top_k, min_relevance=min_relevance)
+        return RerankResult(results, call.answered_by, call.usage, call.run_id)
+
+
+def rerank(
+    query: str,
+    documents: Sequence[Any],
+    *,
+    top_k: int | None = None,
+    min_relevance: float | None = None,
+    model: str = DEFAULT_ROLE,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    max_documents_per_call: int | None = None,
+    base_url: str | None = None,
+) -> RerankResult:
+    """The sync twin of :func:`arerank`."""
+    return run_sync(
+        arerank,
+        query,
+        documents,
+        top_k=top_k,
+        min_relevance=min_relevance,
+        model=model,
+        timeout=timeout,
+        max_documents_per_call=max_documents_per_call,
+        base_url=base_url,
+    )
