@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DATA ?= ../shared/data/trec-dl19
-EXTRAS := server,mcp,eval,plans,postgres,test
+EXTRAS := server,mcp,eval,postgres,test
 
 .PHONY: install demo test bench bench-serve clean
 
