@@ -46,7 +46,7 @@ def test_rank_json_from_stdin_jsonl():
 
 def test_rerank_and_filter_json(items_file):
     done = decirank("rerank", str(items_file), "--query", "flea", "--model", "lexical", "--json")
-    assert done.returncode == 1 or done.returncode == 2  # objects need a 'text' field
+    assert done.returncode == 2  # objects need a "text" field
     assert "documents.0" in done.stderr
     docs = items_file.parent / "docs.json"
     docs.write_text(json.dumps(["fleas bite", "bread", {"id": "x", "text": "flea eggs hatch"}]))
