@@ -1,0 +1,61 @@
+"""The lexical backend answers all three question types from BM25, with no model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from decirank.backends import create_backend
+from decirank.decisions.answers import check_response
+from decirank.decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
+
+
+def decide(request):
+    backend = create_backend("lexical")
+    response = asyncio.run(backend.decide(request))
+    check_response(request, response)
+    return response
+
+
+def test_likelihoods_favour_matching_texts_and_stay_in_bounds():
+    request = DecisionRequest(
+        state={"query": "flea life cycle"},
+        questions={
+            "match": LikelihoodQuestion("This note bears on the request: the flea life cycle lasts weeks"),
+            "miss": LikelihoodQuestion("This note bears on the request: bread recipes for beginners"),
+        },
+    )
+    answers = decide(request).answers
+    assert 0.0 <= answers["miss"].probability < answers["match"].probability <= 1.0
+
+
+def test_state_keys_are_not_matched_as_words():
+    """A state {"question": ...} must not make every option that says 'question' win."""
+    request = DecisionRequest(
+        state={"question": "fleas"},
+        questions={"pick": ChoiceQuestion("Which?", {"a": "a question about taxes", "b": "fleas on dogs"})},
+    )
+    assert decide(request).answers["pick"].choice == "b"
+
+
+def test_choice_is_a_distribution_and_score_has_every_level():
+    request = DecisionRequest(
+        state="python code that parses json",
+        questions={
+            "pick": ChoiceQuestion("Which language?", {"py": "python", "rs": "rust", "go": "go"}),
+            "grade": ScoreQuestion("parses json", ("not at all", "somewhat", "fully")),
+        },
+    )
+    response = decide(request)
+    pick, grade = response.answers["pick"], response.answers["grade"]
+    assert sum(pick.probabilities.values()) == pytest.approx(1.0)
+    assert pick.choice == "py"
+    assert len(grade.probabilities) == 3 and sum(grade.probabilities) == pytest.approx(1.0)
+    assert 0.0 <= grade.normalized_score <= 1.0
+    assert response.usage.input_tokens > 0 and response.usage.cost == 0.0
+
+
+def test_declares_limits():
+    limits = create_backend("lexical").limits
+    assert limits.max_options == 255 and limits.max_levels == 10
