@@ -11,7 +11,8 @@ returns a typed result whose ``to_dict()`` is the tool's JSON shape.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _version
 
 from .backends import Backend, register_provider
 from .decisions.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
@@ -35,8 +36,8 @@ from .tools.rank import RankedItem, RankResult, arank, rank
 from .tools.rerank import RerankedDocument, RerankResult, arerank, rerank
 
 try:
-    __version__ = version("decirank")
-except PackageNotFoundError:  # running from a source tree
+    __version__ = _version("decirank")
+except _PackageNotFoundError:  # running from a source tree
     __version__ = "0+unknown"
 
 __all__ = [

@@ -1,0 +1,328 @@
+"""What the HTTP backends share: one client, retries, typed errors, prices and declared limits.
+
+Retries live here and nowhere else. A call is retried on 408, 429, 5xx and
+529, at most ``max_retries`` times (2 by default), after the delay the server
+asks for (``retry-after-ms``, then ``Retry-After``) or else an exponential
+backoff with jitter. A retry is never started when its delay would end past
+the caller's budget (the deadline of the enclosing cancel scope, which a
+:class:`~decirank.decisions.toolcall.ToolCall` sets): the error is raised
+at once instead, so failover can still use the time that is left.
+
+Connection failures and timeouts are not retried here: the failover policy
+sends them to the next model, which is the better use of a shared budget.
+
+Every failure becomes one of the typed errors of :mod:`decirank.errors`,
+carrying the model name, the status, the request id and the body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import random
+import time
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+
+from .. import __version__
+from .._paths import config_file
+from ..decisions.limits import ModelLimits
+from ..errors import (
+    AuthenticationError,
+    ConfigError,
+    InvalidAnswerError,
+    ModelConnectionError,
+    ModelError,
+    ModelRequestInvalidError,
+    ModelTimeoutError,
+    OverloadedError,
+    RateLimitError,
+    ServerError,
+    TooLargeError,
+)
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "JsonApi",
+    "Price",
+    "configured_limits",
+    "configured_price",
+    "error_from_response",
+    "retry_delay",
+]
+
+DEFAULT_MAX_RETRIES = 2
+#: Seconds one HTTP call may take; the caller's budget usually ends it sooner.
+DEFAULT_TIMEOUT = 60.0
+INITIAL_RETRY_DELAY = 0.5
+MAX_RETRY_DELAY = 8.0
+#: A server asking for a longer wait than this is not waited for: the error goes to failover.
+MAX_RETRY_AFTER = 60.0
+OVERLOADED = 529
+REQUEST_ID_HEADERS = ("x-request-id", "request-id")
+
+
+USER_AGENT = f"decirank/{__version__}"
+
+
+def is_retriable_status(status: int) -> bool:
+    return status in (408, 429) or status >= 500
+
+
+def request_id_of(headers: Mapping[str, str]) -> str | None:
+    for name in REQUEST_ID_HEADERS:
+        if headers.get(name):
+            return headers[name]
+    return None
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """What the server asked for: ``retry-after-ms``, else ``Retry-After`` in seconds or as a date."""
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(0.0, float(milliseconds) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, moment.timestamp() - time.time())
+
+
+def retry_delay(attempt: int, retry_after: float | None) -> float:
+    """Seconds to wait before retry number ``attempt + 1``: the server's word, else backoff with jitter."""
+    if retry_after is not None:
+        return retry_after
+    backoff = min(INITIAL_RETRY_DELAY * 2**attempt, MAX_RETRY_DELAY)
+    # Jitter spreads the retries of concurrent calls that failed together.
+    return backoff * (1.0 - 0.25 * random.random())
+
+
+def _parse_body(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def _message(body: Any) -> str:
+    """The readable part of an error body, in the shapes servers use."""
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+        if isinstance(body.get("message"), str):
+            return body["message"]
+        detail = body.get("detail")
+        if isinstance(detail, str):
+            return detail
+        if isinstance(detail, dict) and detail.get("message"):
+            return str(detail["message"])
+        if isinstance(detail, list) and detail:
+            return "; ".join(_detail_line(item) for item in detail)
+        return json.dumps(body)[:300]
+    return str(body)[:300]
+
+
+def _detail_line(item: Any) -> str:
+    if isinstance(item, dict):
+        location = ".".join(str(part) for part in item.get("loc", ()))
+        return f"{location}: {item.get('msg', '')}" if location else str(item.get("msg", item))
+    return str(item)
+
+
+def error_from_response(response: httpx.Response, *, model: str) -> ModelError:
+    """The typed error for a response that is not a success."""
+    status = response.status_code
+    body = _parse_body(response)
+    message = _message(body) or response.reason_phrase
+    common: dict[str, Any] = {"model": model, "status": status, "request_id": request_id_of(response.headers), "body": body}
+    if status in (401, 403):
+        return AuthenticationError(f"the server refused the key ({status}): {message}", **common)
+    if status == 413 or "max_tokens_exceeded" in json.dumps(body):
+        return TooLargeError(f"the request is too large for the model ({status}): {message}", **common)
+    if status == 429:
+        return RateLimitError(
+            f"rate limited (429): {message}", retry_after=retry_after_seconds(response.headers), **common
+        )
+    if status == OVERLOADED:
+        return OverloadedError(f"the server is overloaded (529): {message}", **common)
+    if status == 408:
+        return ModelTimeoutError(f"the server timed out (408): {message}", **common)
+    if status in (400, 422):
+        detail = body.get("detail") if isinstance(body, dict) else None
+        return ModelRequestInvalidError(f"the server rejected the request ({status}): {message}", detail=detail, **common)
+    if status >= 500:
+        return ServerError(f"the server failed ({status}): {message}", **common)
+    return ModelError(f"unexpected status {status} from {response.request.url}: {message}", **common)
+
+
+@dataclass(frozen=True)
+class JsonReply:
+    body: Any
+    request_id: str | None
+
+
+class JsonApi:
+    """JSON over HTTP to one base URL, for one backend instance.
+
+    The ``httpx.AsyncClient`` is created on first use and closed by
+    :meth:`aclose`. Backends are cached across calls, and a sync call runs on
+    decirank's background loop while a server or a test may run its own: a
+    client is bound to the loop it was created on, so another loop gets a
+    client of its own rather than one whose connections belong elsewhere.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._headers = {"user-agent": USER_AGENT, "accept": "application/json"}
+        if api_key:
+            self._headers["authorization"] = f"Bearer {api_key}"
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def _client_for_this_loop(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop or self._client.is_closed:
+            self._client = httpx.AsyncClient(headers=self._headers, timeout=self.timeout)
+            self._client_loop = loop
+        return self._client
+
+    async def post(self, path: str, payload: Any) -> JsonReply:
+        """POST ``payload`` to ``base_url + path``; retried as the module says; the parsed JSON reply."""
+        url = self.base_url + path
+        client = self._client_for_this_loop()
+        attempt = 0
+        while True:
+            response = await self._send(client, url, payload)
+            if response.is_success:
+                return self._reply(response)
+            error = error_from_response(response, model=self.model)
+            if attempt >= self.max_retries or not is_retriable_status(response.status_code):
+                raise error
+            delay = retry_delay(attempt, retry_after_seconds(response.headers))
+            if delay > MAX_RETRY_AFTER or anyio.current_time() + delay >= anyio.current_effective_deadline():
+                raise error
+            await anyio.sleep(delay)
+            attempt += 1
+
+    async def _send(self, client: httpx.AsyncClient, url: str, payload: Any) -> httpx.Response:
+        try:
+            return await client.post(url, json=payload)
+        except httpx.TimeoutException as error:
+            raise ModelTimeoutError(f"no answer from {url} within {self.timeout:g} s", model=self.model) from error
+        except httpx.TransportError as error:
+            reason = str(error) or type(error).__name__
+            raise ModelConnectionError(f"cannot reach {url}: {reason}", model=self.model) from error
+
+    def _reply(self, response: httpx.Response) -> JsonReply:
+        request_id = request_id_of(response.headers)
+        try:
+            body = response.json()
+        except ValueError:
+            suffix = f" (request id {request_id})" if request_id else ""
+            raise InvalidAnswerError(
+                f"{self.model}: the server's reply is not JSON: {response.text[:200]!r}{suffix}"
+            ) from None
+        return JsonReply(body, request_id)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+            self._client_loop = None
+
+
+# --- prices and limits: built-in per model, overridden by the config file -----------------
+
+
+@dataclass(frozen=True)
+class Price:
+    """What a model costs, per million tokens."""
+
+    input: float
+    output: float
+    currency: str = "USD"
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
+
+
+def _config_table(section: str) -> dict[str, Any]:
+    path = config_file()
+    if not path.is_file():
+        return {}
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"cannot read the config file {path}: {error}") from error
+    table = data.get(section, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [{section}] must be a table of model names")
+    return table
+
+
+def _number(value: Any, where: str, *, integer: bool = False) -> Any:
+    kind = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind) or value < 0 or not math.isfinite(value):
+        expected = "a whole number" if integer else "a number"
+        raise ConfigError(f"{config_file()}: {where} must be {expected} of at least 0, not {value!r}")
+    return value
+
+
+def configured_price(model_name: str, builtin: Price | None) -> Price | None:
+    """``[prices."provider:model"]`` with ``input`` and ``output`` per million tokens, else ``builtin``."""
+    entry = _config_table("prices").get(model_name)
+    if entry is None:
+        return builtin
+    where = f'prices."{model_name}"'
+    if not isinstance(entry, dict) or not {"input", "output"} <= set(entry):
+        raise ConfigError(f"{config_file()}: {where} needs input and output prices per million tokens")
+    currency = entry.get("currency", "USD")
+    if not isinstance(currency, str):
+        raise ConfigError(f"{config_file()}: {where}.currency must be a currency code such as USD")
+    return Price(_number(entry["input"], f"{where}.input"), _number(entry["output"], f"{where}.output"), currency)
+
+
+def configured_limits(model_name: str, builtin: ModelLimits) -> ModelLimits:
+    """``[limits."provider:model"]`` (``max_options``, ``max_questions``, ``max_levels``, ``context_tokens``) over ``builtin``."""
+    entry = _config_table("limits").get(model_name)
+    if entry is None:
+        return builtin
+    where = f'limits."{model_name}"'
+    known = ("max_options", "max_questions", "max_levels", "context_tokens")
+    if not isinstance(entry, dict) or not set(entry) <= set(known):
+        raise ConfigError(f"{config_file()}: {where} takes only {', '.join(known)}")
+    values = {key: _number(value, f"{where}.{key}", integer=True) for key, value in entry.items()}
+    return ModelLimits(**{key: values.get(key, getattr(builtin, key)) for key in known})
