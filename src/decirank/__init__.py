@@ -5,7 +5,7 @@
     >>> result.items[0]
     'a cat'
 
-Every tool has an async twin (``arank``, ``arerank``, ``afilter``) and
+Every tool has an async twin (``arank``, ``arerank``, ``afilter``, ``ascore_list``) and
 returns a typed result whose ``to_dict()`` is the tool's JSON shape.
 """
 
@@ -31,9 +31,11 @@ from .errors import (
     ModelError,
     UnknownModelError,
 )
+from .stores.artifacts import ArtifactStore, Stamp
 from .tools.filter import FilterDecision, FilterResult, afilter, filter
 from .tools.rank import RankedItem, RankResult, arank, rank
 from .tools.rerank import RerankedDocument, RerankResult, arerank, rerank
+from .tools.score_list import ScoredRef, ScoreListResult, Verdict, ascore_list, register_validation_type, score_list
 
 try:
     __version__ = _version("decirank")
@@ -42,6 +44,7 @@ except _PackageNotFoundError:  # running from a source tree
 
 __all__ = [
     "AllModelsFailedError",
+    "ArtifactStore",
     "Backend",
     "CancelledError",
     "ChoiceAnswer",
@@ -66,15 +69,22 @@ __all__ = [
     "RerankResult",
     "RerankedDocument",
     "ScoreAnswer",
+    "ScoreListResult",
     "ScoreQuestion",
+    "ScoredRef",
+    "Stamp",
     "UnknownModelError",
     "Usage",
+    "Verdict",
     "__version__",
     "afilter",
     "arank",
     "arerank",
+    "ascore_list",
     "filter",
     "rank",
     "register_provider",
+    "register_validation_type",
     "rerank",
+    "score_list",
 ]

@@ -171,3 +171,60 @@ register_provider(
     default_model="bm25",
     description="BM25 readout, no model: fast, a baseline and a fallback",
 )
+
+# Every hosted or self-hosted model speaks one of two wire formats; the providers below are
+# presets of them (base URL, key variable, declared limits), so a model is always named explicitly.
+_HTTP_OPTIONS = ("base_url", "api_key", "timeout", "max_retries")
+register_provider(
+    "systemone",
+    "decirank.backends.systemone:SystemOneBackend",
+    default_model="local",
+    description="any System One server (POST /v1/systemone) at base_url, default http://127.0.0.1:8000",
+    open_models=True,
+    key_variable="SYSTEMONE_API_KEY",
+    options=_HTTP_OPTIONS,
+)
+register_provider(
+    "typesafe",
+    "decirank.backends.systemone:TypeSafeBackend",
+    default_model="jev-latest",
+    description="TypeSafe's hosted System One models (Jev)",
+    open_models=True,
+    key_variable="TYPESAFE_API_KEY",
+    options=_HTTP_OPTIONS,
+)
+register_provider(
+    "openrouter",
+    "decirank.backends.systemone:OpenRouterBackend",
+    default_model="typesafe/jev-latest",
+    description="OpenRouter's decisions endpoint (System One body, reports cost)",
+    open_models=True,
+    key_variable="OPENROUTER_API_KEY",
+    options=_HTTP_OPTIONS,
+)
+register_provider(
+    "ollama",
+    "decirank.backends.systemone:OllamaBackend",
+    default_model="default",
+    description="a System One model served by Ollama, default http://127.0.0.1:11434",
+    open_models=True,
+    options=_HTTP_OPTIONS,
+)
+register_provider(
+    "vllm",
+    "decirank.backends.systemone:VllmBackend",
+    default_model="default",
+    description="a System One model served by vLLM, default http://127.0.0.1:8000",
+    open_models=True,
+    key_variable="VLLM_API_KEY",
+    options=_HTTP_OPTIONS,
+)
+register_provider(
+    "openai",
+    "decirank.backends.openai:OpenAIDecisionsBackend",
+    default_model="gpt-6-luna",
+    description="OpenAI's Decisions API (POST /v1/decisions), or any server of its shape at base_url",
+    open_models=True,
+    key_variable="OPENAI_API_KEY",
+    options=_HTTP_OPTIONS,
+)

@@ -21,6 +21,7 @@ import asyncio
 import email.utils
 import json
 import math
+import os
 import random
 import time
 import tomllib
@@ -38,6 +39,7 @@ from ..errors import (
     AuthenticationError,
     ConfigError,
     InvalidAnswerError,
+    MissingKeyError,
     ModelConnectionError,
     ModelError,
     ModelRequestInvalidError,
@@ -56,6 +58,7 @@ __all__ = [
     "configured_limits",
     "configured_price",
     "error_from_response",
+    "find_api_key",
     "retry_delay",
 ]
 
@@ -150,14 +153,15 @@ def _detail_line(item: Any) -> str:
     return str(item)
 
 
-def error_from_response(response: httpx.Response, *, model: str) -> ModelError:
-    """The typed error for a response that is not a success."""
+def error_from_response(response: httpx.Response, *, model: str, key_variable: str | None = None) -> ModelError:
+    """The typed error for a response that is not a success; a refused key names where keys come from."""
     status = response.status_code
     body = _parse_body(response)
     message = _message(body) or response.reason_phrase
     common: dict[str, Any] = {"model": model, "status": status, "request_id": request_id_of(response.headers), "body": body}
     if status in (401, 403):
-        return AuthenticationError(f"the server refused the key ({status}): {message}", **common)
+        hint = f"; the key comes from {key_variable}" if key_variable else ""
+        return AuthenticationError(f"the server refused the key ({status}): {message}{hint}", **common)
     if status == 413 or "max_tokens_exceeded" in json.dumps(body):
         return TooLargeError(f"the request is too large for the model ({status}): {message}", **common)
     if status == 429:
@@ -198,11 +202,13 @@ class JsonApi:
         *,
         model: str,
         api_key: str | None = None,
+        key_variable: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
+        self.key_variable = key_variable
         self.timeout = timeout
         self.max_retries = max_retries
         self._headers = {"user-agent": USER_AGENT, "accept": "application/json"}
@@ -227,7 +233,7 @@ class JsonApi:
             response = await self._send(client, url, payload)
             if response.is_success:
                 return self._reply(response)
-            error = error_from_response(response, model=self.model)
+            error = error_from_response(response, model=self.model, key_variable=self.key_variable)
             if attempt >= self.max_retries or not is_retriable_status(response.status_code):
                 raise error
             delay = retry_delay(attempt, retry_after_seconds(response.headers))
@@ -261,6 +267,15 @@ class JsonApi:
             await self._client.aclose()
             self._client = None
             self._client_loop = None
+
+
+def find_api_key(provider: str, given: str | None, variable: str | None, *, required: bool) -> str | None:
+    """The key given, else the provider's environment variable; a missing required key names the variable."""
+    key = given or (os.environ.get(variable) if variable else None)
+    if required and not key:
+        assert variable is not None, "a provider that requires a key names its variable"
+        raise MissingKeyError(provider, variable)
+    return key
 
 
 # --- prices and limits: built-in per model, overridden by the config file -----------------

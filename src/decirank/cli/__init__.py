@@ -12,8 +12,13 @@ from collections.abc import Sequence
 import click
 
 from ..errors import DecirankError
+from . import artifacts as _artifacts  # noqa: F401
 from . import eval as _eval  # noqa: F401  (each module adds its commands to the app)
+from . import mcp as _mcp  # noqa: F401
 from . import models as _models  # noqa: F401
+from . import plan as _plan  # noqa: F401
+from . import runs as _runs  # noqa: F401
+from . import serve as _serve  # noqa: F401
 from . import tools as _tools  # noqa: F401
 from ._app import app
 from ._output import error_console

@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
+from .._config import load_config
 from ..backends import providers
-from ..decisions.decider import DEFAULT_ROLE, Decider
+from ..decisions.roles import resolve_chain, role_names
 from ._app import app
 from ._output import console, new_table, print_json
 
@@ -26,9 +27,12 @@ def models(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON."
         }
         for provider in providers()
     ]
-    roles = {DEFAULT_ROLE: Decider.resolve(DEFAULT_ROLE).model_names}
+    config = load_config()
+    # Names only: listing a role must not load its models.
+    chains = {name: resolve_chain(name, config) for name in role_names(config)}
+    roles = {name: chain.full_model_names() for name, chain in chains.items()}
     if as_json:
-        print_json({"providers": listed, "roles": roles})
+        print_json({"providers": listed, "roles": roles, "config": str(config.path)})
         return
     table = new_table("provider", "models", "key", "about")
     for entry in listed:
@@ -37,7 +41,9 @@ def models(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON."
             names += ", … (any model name)"
         table.add_row(entry["provider"], names, entry["key_variable"] or "—", entry["description"])
     console.print(table)
-    roles_table = new_table("role", "models, in the order tried")
+    roles_table = new_table("role", "models, in the order tried", "set by")
     for role, chain in roles.items():
-        roles_table.add_row(role, " → ".join(chain))
+        roles_table.add_row(role, " → ".join(chain), chains[role].source)
     console.print(roles_table)
+    found = "" if config.path.is_file() else " (not found: the defaults apply)"
+    console.print(f"config: {config.path}{found}", style="dim", highlight=False)

@@ -1,25 +1,47 @@
 """A role or a model name, resolved to the chain of models that answers for it.
 
 ``decider`` is the default role. With no configuration it is the embedded
-``local`` model; a config file may give any role a primary model and
-fallbacks. A plain ``provider:model`` name is a chain of one.
+``local`` model; the config file or ``DECIRANK_ROLE_<NAME>`` may give any
+role a primary model and fallbacks (see :mod:`.roles`). A plain
+``provider:model`` name is a chain of one.
+
+:meth:`Decider.decide` asks the chain under the failover policy of
+:mod:`.failover`, inside the tool call's :class:`~.budget.Budget`, and
+reports every attempt (cache hits, skips, failures, the cancelled one) to
+its caller, which records them in the run log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
-from ..backends import Backend, create_backend, known_model_names, providers, suggest
-from ..errors import AllModelsFailedError, ModelError, UnknownModelError
+import anyio
+
+from .._config import load_config
+from ..backends import Backend, create_backend
+from ..errors import AllModelsFailedError, DecisionTimeoutError, InvalidInputError, UnknownModelError
 from .answers import DecisionResponse, check_response
+from .budget import Budget
+from .failover import Attempt, Failover
 from .limits import ModelLimits
 from .questions import DecisionRequest
+from .roles import DEFAULT_CHAIN, DEFAULT_ROLE, check_provider_sections, provider_options, resolve_chain
 
-__all__ = ["DEFAULT_ROLE", "Decider"]
+__all__ = ["DEFAULT_CHAIN", "DEFAULT_ROLE", "AnswerCache", "Decider"]
 
-DEFAULT_ROLE = "decider"
-DEFAULT_CHAIN = ("local",)
+
+class AnswerCache(Protocol):
+    """What the decider needs of a decision cache (:class:`decirank.stores.cache.DecisionCache`)."""
+
+    def get(self, model: str, request: DecisionRequest) -> DecisionResponse | None: ...
+
+    def put(self, request: DecisionRequest, response: DecisionResponse) -> None: ...
+
+
+def _ignore(attempt: Attempt) -> None:
+    pass
 
 
 class Decider:
@@ -35,17 +57,20 @@ class Decider:
     def resolve(cls, name: str = DEFAULT_ROLE, **backend_options: Any) -> Decider:
         """``name`` is a role (``decider``) or an explicit ``provider:model`` name.
 
-        ``backend_options`` (``base_url``, ``api_key``, ...) go to every backend created.
+        Each backend gets its provider's options from the config, then
+        ``backend_options`` (``base_url``, ...) given here, which win.
         """
-        if name == DEFAULT_ROLE:
-            specs: Sequence[str] = DEFAULT_CHAIN
-        elif ":" in name or _is_provider(name):
-            specs = [name]
-        else:
-            raise UnknownModelError(
-                name, suggestion=suggest(name, [DEFAULT_ROLE, *known_model_names()])
-            )
-        return cls(name, [create_backend(spec, **backend_options) for spec in specs])
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInputError("model", "a role such as 'decider' or a model name such as 'local'", got=name)
+        config = load_config()
+        check_provider_sections(config)
+        chain = resolve_chain(name.strip(), config)
+        explicit = {option: value for option, value in backend_options.items() if value is not None}
+        backends = []
+        for full_name in chain.full_model_names():
+            provider = full_name.partition(":")[0]
+            backends.append(create_backend(full_name, **{**provider_options(provider, config), **explicit}))
+        return cls(chain.name, backends)
 
     @property
     def limits(self) -> ModelLimits:
@@ -56,26 +81,83 @@ class Decider:
     def model_names(self) -> list[str]:
         return [backend.name for backend in self.chain]
 
-    async def decide(self, request: DecisionRequest) -> DecisionResponse:
-        """Ask the chain's models in order until one answers every question well."""
-        attempts: list[ModelError] = []
-        for backend in self.chain:
-            try:
-                backend.limits.check(request, model=backend.name)
-                response = await backend.decide(request)
-                check_response(request, response)
-                return response
-            except ModelError as error:
-                if not error.retriable:
-                    raise
-                attempts.append(error)
-        if len(attempts) == 1:
-            raise attempts[0]
+    async def decide(
+        self,
+        request: DecisionRequest,
+        *,
+        budget: Budget | None = None,
+        on_attempt: Callable[[Attempt], None] = _ignore,
+        cache: AnswerCache | None = None,
+    ) -> DecisionResponse:
+        """Ask the chain's models under the failover policy until one answers every question well.
+
+        Raises the one model's error when a single model was tried, else
+        :class:`AllModelsFailedError`; a 422 as it is; :class:`DecisionTimeoutError`
+        when ``budget`` runs out. A cancellation is reported and re-raised, never failed over.
+        """
+        budget = budget or Budget.unlimited()
+        failover = Failover(self.chain)
+        attempts: list[Attempt] = []
+        while (backend := failover.next_model()) is not None:
+            attempt = await _attempt(backend, request, len(attempts) + 1, budget, cache, on_attempt)
+            attempts.append(attempt)
+            if attempt.status == "success":
+                assert attempt.response is not None
+                return attempt.response
+            assert isinstance(attempt.error, Exception)
+            if isinstance(attempt.error, DecisionTimeoutError):
+                raise attempt.error  # the budget is spent: no model can be tried
+            retry = failover.after_failure(attempt.error, remaining_budget=budget.remaining())
+            if retry is not None:
+                with anyio.CancelScope(deadline=budget.deadline) as scope:
+                    await anyio.sleep(retry.wait)
+                if scope.cancelled_caught:
+                    raise budget.expired()
+        if len({attempt.model for attempt in attempts}) == 1:
+            assert attempts[-1].error is not None
+            raise attempts[-1].error
         raise AllModelsFailedError(self.name, attempts)
 
     def __repr__(self) -> str:
         return f"<Decider {self.name} -> {', '.join(self.model_names)}>"
 
 
-def _is_provider(name: str) -> bool:
-    return any(provider.name == name for provider in providers())
+async def _attempt(
+    backend: Backend,
+    request: DecisionRequest,
+    number: int,
+    budget: Budget,
+    cache: AnswerCache | None,
+    report: Callable[[Attempt], None],
+) -> Attempt:
+    """One model's try at ``request``: its answer or its error, reported as it ends."""
+    started, clock = time.time(), time.perf_counter()
+
+    def ended(status: str, response: DecisionResponse | None = None, error: BaseException | None = None) -> Attempt:
+        attempt = Attempt(
+            backend.name, backend.provider, number, request, started, time.perf_counter() - clock, status, response, error
+        )
+        report(attempt)
+        return attempt
+
+    if cache is not None:
+        hit = cache.get(backend.name, request)
+        if hit is not None:
+            return ended("success", hit)
+    response = None
+    try:
+        backend.limits.check(request, model=backend.name)
+        with anyio.CancelScope(deadline=budget.deadline) as scope:
+            response = await backend.decide(request)
+        if scope.cancelled_caught:
+            return ended("failed", error=budget.expired())
+        check_response(request, response)
+    except anyio.get_cancelled_exc_class():
+        # The caller's cancel (the budget's is caught by the scope above): recorded, never failed over.
+        ended("cancelled")
+        raise
+    except Exception as error:
+        return ended("failed", response, error)
+    if cache is not None:
+        cache.put(request, response)
+    return ended("success", response)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._config import Config, load_config
-from ..backends import get_provider, known_model_names, providers, suggest
+from ..backends import get_provider, known_model_names, parse_model_name, providers, suggest
 from ..errors import ConfigError, UnknownModelError
 
 __all__ = ["DEFAULT_CHAIN", "DEFAULT_ROLE", "RoleChain", "provider_options", "resolve_chain", "role_names"]
@@ -27,6 +27,8 @@ __all__ = ["DEFAULT_CHAIN", "DEFAULT_ROLE", "RoleChain", "provider_options", "re
 DEFAULT_ROLE = "decider"
 DEFAULT_CHAIN = ("local",)
 ENV_PREFIX = "DECIRANK_ROLE_"
+#: The source of a chain that is one explicit model name, not a role.
+MODEL_NAME_SOURCE = "the model name"
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,19 @@ class RoleChain:
     name: str
     models: tuple[str, ...]
     source: str
+
+    def full_model_names(self) -> list[str]:
+        """Each model as ``provider:model``, checked to exist; a wrong one names where it was set."""
+        names = []
+        for position, spec in enumerate(self.models):
+            try:
+                provider, model = parse_model_name(spec)
+            except UnknownModelError as error:
+                if self.source == MODEL_NAME_SOURCE:
+                    raise
+                raise ConfigError(f"{self.source}[{position}]: {error}") from None
+            names.append(f"{provider.name}:{model}")
+        return names
 
 
 def _env_variable(role: str) -> str:
@@ -74,7 +89,7 @@ def resolve_chain(name: str, config: Config | None = None) -> RoleChain:
     if name == DEFAULT_ROLE:
         return RoleChain(name, DEFAULT_CHAIN, "the default")
     if ":" in name or any(provider.name == name for provider in providers()):
-        return RoleChain(name, (name,), "the model name")
+        return RoleChain(name, (name,), MODEL_NAME_SOURCE)
     raise UnknownModelError(name, suggestion=suggest(name, [*role_names(config), *known_model_names()]))
 
 

@@ -1,23 +1,30 @@
-"""One tool invocation: its decider, its single time budget, and its usage.
+"""One tool invocation: its decider, its single time budget, its usage and its run.
 
 Every tool opens a :class:`ToolCall` and asks its questions through it, so the
-budget, the concurrency of split work, cancellation and usage accounting are
-written once, here, for every tool.
+budget, the concurrency of split work, cancellation, usage accounting and the
+run log are written once, here, for every tool. The call is a run in the run
+log from enter to exit; each model attempt the decider reports becomes one of
+its children.
 """
 
 from __future__ import annotations
 
 import math
-import uuid
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import anyio
 
-from ..errors import DecisionTimeoutError, InvalidInputError
+from ..errors import DecirankError, InvalidInputError
+from ..stores.cache import DecisionCache, current_cache
+from ..stores.runlog import RunLog, current_parent_run, current_runlog, new_run_id, summarize
 from .answers import DecisionResponse, Usage
+from .budget import Budget
 from .decider import DEFAULT_ROLE, Decider
+from .failover import Attempt
 from .questions import DecisionRequest
+from .records import answers_to_data, request_to_data
 
 __all__ = ["ToolCall", "gather"]
 
@@ -55,8 +62,17 @@ def check_timeout(timeout: float | None) -> float | None:
     return float(timeout)
 
 
+def _error_record(error: BaseException) -> dict[str, Any]:
+    if isinstance(error, DecirankError):
+        return error.to_dict()
+    return {"type": type(error).__name__, "message": str(error) or type(error).__name__}
+
+
 class ToolCall:
-    """Use as ``async with ToolCall("rank", model=...) as call: await call.ask(request)``."""
+    """Use as ``async with ToolCall("rank", model=...) as call: await call.ask(request)``.
+
+    ``inputs`` are the tool's arguments, kept (shortened) in the run log.
+    """
 
     def __init__(
         self,
@@ -65,40 +81,90 @@ class ToolCall:
         model: str = DEFAULT_ROLE,
         timeout: float | None = None,
         backend_options: dict[str, Any] | None = None,
+        inputs: Mapping[str, Any] | None = None,
     ) -> None:
         self.tool = tool
         self.model = model
         self.timeout = check_timeout(timeout)
-        self.run_id = uuid.uuid4().hex
+        self.run_id = new_run_id()
+        #: Everything the call's model attempts consumed, the failed ones included.
         self.usage = Usage()
-        self._backend_options = backend_options or {}
-        self._answered_by: list[str] = []
-        self._deadline: float | None = None
         self.decider: Decider | None = None
+        self._backend_options = backend_options or {}
+        self._inputs = inputs
+        self._outputs: Any = None
+        self._answered_by: list[str] = []
+        self._decisions = 0
+        self._budget = Budget.unlimited()
+        self._runlog: RunLog | None = None
+        self._cache: DecisionCache | None = None
+        self._started = 0.0
+        self._clock = 0.0
 
     async def __aenter__(self) -> ToolCall:
-        # Resolving first means an unknown model fails before any work is done.
-        self.decider = Decider.resolve(self.model, **self._backend_options)
-        if self.timeout is not None:
-            self._deadline = anyio.current_time() + self.timeout
+        self._started, self._clock = time.time(), time.perf_counter()
+        self._runlog = current_runlog()
+        if self._runlog is not None:
+            self._runlog.start_run(
+                self.run_id,
+                tool=self.tool,
+                role=str(self.model),
+                inputs=summarize(self._inputs),
+                started=self._started,
+                parent_id=current_parent_run(),
+            )
+        try:
+            # Resolving first means an unknown model fails before any work is done.
+            self.decider = Decider.resolve(self.model, **self._backend_options)
+            self._cache = current_cache()
+        except BaseException as error:
+            self._close_run("failed", error)
+            raise
+        self._budget = Budget.start(self.timeout, what=f"{self.tool} with {self.model}")
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        return None
+    async def __aexit__(self, exc_type: type[BaseException] | None, error: BaseException | None, _: object) -> None:
+        if error is None:
+            self._close_run("success", None)
+        elif isinstance(error, anyio.get_cancelled_exc_class() | KeyboardInterrupt):
+            self._close_run("cancelled", error)
+        else:
+            self._close_run("failed", error)
+
+    def _close_run(self, status: str, error: BaseException | None) -> None:
+        if self._runlog is None:
+            return
+        self._runlog.finish_run(
+            self.run_id,
+            status=status,
+            models=", ".join(self._answered_by) or None,
+            outputs=self._outputs,
+            error=None if error is None or status == "cancelled" else _error_record(error),
+            usage=self.usage.to_dict(),
+            ended=time.time(),
+            duration=time.perf_counter() - self._clock,
+        )
 
     @property
     def answered_by(self) -> str:
         """The models that answered, in first-answer order (several after a failover)."""
         return ", ".join(self._answered_by) or (self.decider.model_names[0] if self.decider else self.model)
 
+    def record_outputs(self, outputs: Any) -> None:
+        """What the tool returns, kept (shortened) in the run log."""
+        self._outputs = summarize(outputs)
+
     async def ask(self, request: DecisionRequest) -> DecisionResponse:
         """One decision under the call's budget."""
         assert self.decider is not None, "ToolCall is used as an async context manager"
-        with anyio.CancelScope(deadline=self._deadline if self._deadline is not None else math.inf) as scope:
-            response = await self.decider.decide(request)
-        if scope.cancelled_caught:
-            raise DecisionTimeoutError(self.timeout or 0.0, what=f"{self.tool} with {self.model}")
-        self.usage = self.usage + response.usage
+        self._decisions += 1
+        decision = self._decisions
+        response = await self.decider.decide(
+            request,
+            budget=self._budget,
+            on_attempt=lambda attempt: self._record_attempt(decision, attempt),
+            cache=self._cache,
+        )
         if response.model not in self._answered_by:
             self._answered_by.append(response.model)
         return response
@@ -106,3 +172,25 @@ class ToolCall:
     async def ask_all(self, requests: Sequence[DecisionRequest]) -> list[DecisionResponse]:
         """Several decisions at once under the one budget; any failure fails them all."""
         return await gather([lambda request=request: self.ask(request) for request in requests])
+
+    def _record_attempt(self, decision: int, attempt: Attempt) -> None:
+        self.usage = self.usage + attempt.usage
+        if self._runlog is None:
+            return
+        self._runlog.record_model_call(
+            parent_id=self.run_id,
+            tool=self.tool,
+            role=str(self.model),
+            model=attempt.model,
+            provider=attempt.provider,
+            status=attempt.status,
+            decision=decision,
+            attempt=attempt.number,
+            cached=attempt.cached,
+            request=request_to_data(attempt.request),
+            answers=answers_to_data(attempt.response.answers) if attempt.response is not None else None,
+            error=_error_record(attempt.error) if attempt.error is not None else None,
+            usage=attempt.usage.to_dict(),
+            started=attempt.started,
+            duration=attempt.duration,
+        )

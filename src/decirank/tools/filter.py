@@ -96,7 +96,10 @@ async def afilter(
     if threshold is None:
         threshold = DEFAULT_MIN_CONFIDENCE
     texts = option_texts(items, check_optional_text(describe, "describe"))
-    async with ToolCall("filter", model=model, timeout=timeout, backend_options={"base_url": base_url}) as call:
+    inputs = {"items": items, "question": question, "state": state, "min_confidence": threshold, "describe": describe}
+    async with ToolCall(
+        "filter", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
+    ) as call:
         per_call = questions_per_call(call, max_items_per_call)
         questions = [item_question(question, text) for text in texts]
         probabilities = await ask_likelihoods(call, state, questions, per_call) if items else []
@@ -104,6 +107,7 @@ async def afilter(
             FilterDecision(item, index, probability, probability >= threshold)
             for index, (item, probability) in enumerate(zip(items, probabilities, strict=True))
         ]
+        call.record_outputs({"kept": sum(d.kept for d in decisions), "decisions": [d.to_dict() for d in decisions]})
         return FilterResult(decisions, threshold, call.answered_by, call.usage, call.run_id)
 
 

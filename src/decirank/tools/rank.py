@@ -222,7 +222,17 @@ async def arank(
     sent together, whose best items meet in a final choice.
     """
     plan = plan_rank(items, instructions, state, describe=describe, none=none, top_k=top_k)
-    async with ToolCall("rank", model=model, timeout=timeout, backend_options={"base_url": base_url}) as call:
+    inputs = {
+        "items": plan.items,
+        "instructions": plan.instructions,
+        "state": plan.state,
+        "describe": describe,
+        "none": plan.none,
+        "top_k": plan.top_k,
+    }
+    async with ToolCall(
+        "rank", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
+    ) as call:
         if not plan.items or (len(plan.items) == 1 and plan.none is None):
             # Nothing to choose between: a single option has all the probability.
             outcome = _Round({index: 1.0 for index in plan.order}, None, [])
@@ -231,6 +241,7 @@ async def arank(
             capacity = call.decider.limits.max_options - 1
             outcome = await _rank_round(call, plan, plan.order, capacity)
         result = build_result(plan, outcome, model=call.answered_by, usage=call.usage, run_id=call.run_id)
+        call.record_outputs({"ranked": [entry.to_dict() for entry in result.ranked], "none": result.none})
     if not plan.items and plan.none is not None:
         # No item can fit an empty list; no probability is invented for it.
         result = RankResult([], None, True, result.model, result.usage, result.run_id)

@@ -114,11 +114,15 @@ async def arerank(
     checked = check_documents(documents)
     top_k = check_top_k(top_k, allow_zero=True)
     min_relevance = check_probability_threshold(min_relevance, "min_relevance")
-    async with ToolCall("rerank", model=model, timeout=timeout, backend_options={"base_url": base_url}) as call:
+    inputs = {"query": query, "documents": documents, "top_k": top_k, "min_relevance": min_relevance}
+    async with ToolCall(
+        "rerank", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
+    ) as call:
         per_call = questions_per_call(call, max_documents_per_call)
         texts = [QUESTION_PREFIX + document.text for document in checked]
         scores = await ask_likelihoods(call, query, texts, per_call) if checked else []
         results = order_results(checked, scores, top_k=top_k, min_relevance=min_relevance)
+        call.record_outputs({"results": [result.to_dict() for result in results]})
         return RerankResult(results, call.answered_by, call.usage, call.run_id)
 
 

@@ -1,0 +1,319 @@
+"""The System One wire format, both ways, and the backends that speak it.
+
+One request asks every question about one state::
+
+    POST {base}/v1/systemone
+    {"model": "jev-latest", "state": ..., "questions": {id: question}}
+    -> {"model": ..., "answers": {id: answer}, "usage": {"input_tokens", "output_tokens", "cost"?}}
+
+=============  ==========================================================  ==========================================
+our question   wire question                                               wire answer
+=============  ==========================================================  ==========================================
+likelihood     ``{"type": "noul", "instructions", "criteria"?: {"true", "false"}}``   ``{"type": "noul", "noul": p}``
+choice         ``{"type": "choice", "instructions", "criteria": {key: text}}``        ``{"choice", "confidence", "probabilities": {key: p}}``
+score          ``{"type": "score", "instructions", "criteria": [level, ...]}``        ``{"score", "confidence", "legend", "probabilities": {"0": p, ...}}``
+=============  ==========================================================  ==========================================
+
+The codec functions below have no I/O: the backends here encode questions
+and decode answers, and ``decirank serve`` decodes questions and encodes
+answers with the same functions, so the format is written once.
+
+Providers, each a preset of the one format (see ``decirank models``):
+
+- ``systemone:<model>``: any System One server at ``base_url`` (default
+  ``http://127.0.0.1:8000``, where ``decirank serve`` and ``sparrow-decider
+  serve`` listen by default); key ``SYSTEMONE_API_KEY`` if the server wants one.
+- ``typesafe:<model>``: TypeSafe, ``https://api.typesafe.ai``, key ``TYPESAFE_API_KEY``.
+- ``openrouter:<model>``: OpenRouter's decisions endpoint, key ``OPENROUTER_API_KEY``;
+  it reports each call's cost in ``usage.cost``.
+- ``ollama:<model>`` (``http://127.0.0.1:11434``) and ``vllm:<model>``
+  (``http://127.0.0.1:8000``, key ``VLLM_API_KEY`` if started with one).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..decisions.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
+from ..decisions.limits import ModelLimits
+from ..decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
+from ..errors import InvalidAnswerError, InvalidInputError
+from ._http import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    JsonApi,
+    Price,
+    configured_limits,
+    configured_price,
+    find_api_key,
+)
+from .base import Backend
+
+__all__ = [
+    "OllamaBackend",
+    "OpenRouterBackend",
+    "Preset",
+    "SystemOneBackend",
+    "TypeSafeBackend",
+    "VllmBackend",
+    "decode_answer",
+    "decode_question",
+    "encode_answer",
+    "encode_question",
+]
+
+WIRE_TYPES = {"likelihood": "noul", "choice": "choice", "score": "score"}
+
+
+# --- the codec ---------------------------------------------------------------------------
+
+
+def encode_question(question: Question) -> dict[str, Any]:
+    if isinstance(question, LikelihoodQuestion):
+        wire: dict[str, Any] = {"type": "noul", "instructions": question.instructions}
+        criteria = {name: text for name, text in (("true", question.true), ("false", question.false)) if text}
+        if criteria:
+            wire["criteria"] = criteria
+        return wire
+    if isinstance(question, ChoiceQuestion):
+        return {"type": "choice", "instructions": question.instructions, "criteria": dict(question.options)}
+    return {"type": "score", "instructions": question.instructions, "criteria": list(question.levels)}
+
+
+def decode_question(wire: Mapping[str, Any], field_name: str) -> Question:
+    """A wire question as ours; :class:`InvalidInputError` names ``field_name`` and what is wrong."""
+    kind = wire.get("type")
+    criteria = wire.get("criteria")
+    try:
+        if kind == "noul":
+            if criteria is not None and not isinstance(criteria, Mapping):
+                raise InvalidInputError("criteria", 'an object {"true": text, "false": text}', got=criteria)
+            criteria = criteria or {}
+            return LikelihoodQuestion(wire.get("instructions"), true=criteria.get("true"), false=criteria.get("false"))
+        if kind == "choice":
+            if not isinstance(criteria, Mapping):
+                raise InvalidInputError("criteria", "an object {key: description}", got=criteria)
+            return ChoiceQuestion(wire.get("instructions"), dict(criteria))
+        if kind == "score":
+            if not isinstance(criteria, list):
+                raise InvalidInputError("criteria", "a list of levels, lowest first", got=criteria)
+            return ScoreQuestion(wire.get("instructions"), tuple(criteria))
+    except InvalidInputError as error:
+        # Our question classes name their own fields; the caller knows them by the wire's names.
+        wire_field = error.field.removeprefix("question.").replace("options", "criteria").replace("levels", "criteria")
+        raise InvalidInputError(f"{field_name}.{wire_field}", error.expected, detail=error.detail) from None
+    raise InvalidInputError(f"{field_name}.type", "one of noul, choice, score", got=kind)
+
+
+def encode_answer(answer: Answer, question: Question) -> dict[str, Any]:
+    if isinstance(answer, LikelihoodAnswer):
+        return {"type": "noul", "noul": answer.probability}
+    if isinstance(answer, ChoiceAnswer):
+        return {
+            "type": "choice",
+            "choice": answer.choice,
+            "confidence": answer.confidence,
+            "probabilities": dict(answer.probabilities),
+        }
+    assert isinstance(question, ScoreQuestion)
+    return {
+        "type": "score",
+        "score": answer.score,
+        "confidence": answer.confidence,
+        "legend": {str(level): text for level, text in enumerate(question.levels)},
+        "probabilities": {str(level): p for level, p in enumerate(answer.probabilities)},
+    }
+
+
+def _probability(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidAnswerError(f"{where}: expected a probability, got {value!r}")
+    return float(value)
+
+
+def decode_answer(wire: Any, question: Question, where: str) -> Answer:
+    """A wire answer as ours. Ranges are checked later, for every backend, by ``check_response``."""
+    expected = WIRE_TYPES[question.kind]
+    if not isinstance(wire, Mapping):
+        raise InvalidAnswerError(f"{where}: expected an answer object, got {wire!r}")
+    if wire.get("type", expected) != expected:
+        raise InvalidAnswerError(f"{where}: a {wire.get('type')!r} answer to a {expected} question")
+    if isinstance(question, LikelihoodQuestion):
+        return LikelihoodAnswer(_probability(wire.get("noul"), where))
+    probabilities = wire.get("probabilities")
+    if isinstance(question, ChoiceQuestion):
+        if not isinstance(probabilities, Mapping):
+            raise InvalidAnswerError(f"{where}: a choice answer needs probabilities {{key: p}}")
+        return ChoiceAnswer({str(key): _probability(p, where) for key, p in probabilities.items()})
+    return ScoreAnswer(_score_distribution(probabilities, question, where))
+
+
+def _score_distribution(probabilities: Any, question: ScoreQuestion, where: str) -> tuple[float, ...]:
+    """Levels keyed by index ("0", "1", ...) or by level text, or listed lowest first."""
+    if isinstance(probabilities, list):
+        return tuple(_probability(p, where) for p in probabilities)
+    if not isinstance(probabilities, Mapping):
+        raise InvalidAnswerError(f"{where}: a score answer needs probabilities per level")
+    by_level: dict[int, float] = {}
+    for key, p in probabilities.items():
+        if str(key).isdigit():
+            level = int(key)
+        elif key in question.levels:
+            level = question.levels.index(key)
+        else:
+            raise InvalidAnswerError(f"{where}: {key!r} is not a level of the question")
+        by_level[level] = _probability(p, where)
+    if sorted(by_level) != list(range(len(by_level))):
+        raise InvalidAnswerError(f"{where}: levels {sorted(by_level)} are not 0 to {len(by_level) - 1}")
+    return tuple(by_level[level] for level in range(len(by_level)))
+
+
+def encode_usage(usage: Usage) -> dict[str, Any]:
+    wire: dict[str, Any] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    if usage.cost is not None:
+        wire["cost"] = usage.cost
+    return wire
+
+
+def _token_count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def decode_usage(wire: Any, price: Price | None) -> Usage:
+    """The server's cost when it reports one, else the price table's, else unknown (None)."""
+    wire = wire if isinstance(wire, Mapping) else {}
+    input_tokens = _token_count(wire.get("input_tokens"))
+    output_tokens = _token_count(wire.get("output_tokens"))
+    reported = wire.get("cost")
+    if isinstance(reported, int | float) and not isinstance(reported, bool) and math.isfinite(reported):
+        cost: float | None = float(reported)
+        currency = "USD"
+    elif price is not None:
+        cost, currency = price.cost(input_tokens, output_tokens), price.currency
+    else:
+        cost, currency = None, "USD"
+    return Usage(input_tokens=input_tokens, output_tokens=output_tokens, cost=cost, currency=currency, calls=1)
+
+
+# --- the backends ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Where a System One host listens and what it declares."""
+
+    base_url: str
+    #: Added to ``base_url``; empty where the base URL is the endpoint itself.
+    path: str = "/v1/systemone"
+    #: Environment variable holding the key; None where the host takes none.
+    key_variable: str | None = None
+    #: Whether the host's own endpoint needs a key; a base URL of one's own (a proxy, a test
+    #: server) may not, so it is never required there.
+    key_required: bool = False
+    limits: ModelLimits = field(default_factory=ModelLimits)
+    #: A model on one's own machine has no bill; a hosted model costs what the server reports
+    #: (``usage.cost``), else what the config file's price table says, else is unknown.
+    self_hosted: bool = False
+
+
+SELF_HOSTED_PRICE = Price(input=0.0, output=0.0)
+
+
+class SystemOneBackend(Backend):
+    """Any server of the System One format at ``base_url``."""
+
+    provider: ClassVar[str] = "systemone"
+    preset: ClassVar[Preset] = Preset(
+        base_url="http://127.0.0.1:8000", key_variable="SYSTEMONE_API_KEY", limits=ModelLimits(max_options=255)
+    )
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+    ) -> None:
+        super().__init__(model)
+        api_key = find_api_key(
+            self.provider, api_key, self.preset.key_variable, required=self.preset.key_required and base_url is None
+        )
+        self.base_url = (base_url or self.preset.base_url).rstrip("/")
+        self.api = JsonApi(
+            self.base_url,
+            model=self.name,
+            api_key=api_key,
+            key_variable=self.preset.key_variable,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        self._limits = configured_limits(self.name, self.preset.limits)
+        self.price = configured_price(self.name, SELF_HOSTED_PRICE if self.preset.self_hosted else None)
+
+    @property
+    def limits(self) -> ModelLimits:
+        return self._limits
+
+    def request_body(self, request: DecisionRequest) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "state": request.state,
+            "questions": {qid: encode_question(question) for qid, question in request.questions.items()},
+        }
+
+    def read_reply(self, request: DecisionRequest, body: Any, request_id: str | None) -> DecisionResponse:
+        suffix = f" (request id {request_id})" if request_id else ""
+        answers = body.get("answers") if isinstance(body, Mapping) else None
+        if not isinstance(answers, Mapping):
+            raise InvalidAnswerError(f"{self.name}: the reply has no answers object{suffix}")
+        decoded = {
+            qid: decode_answer(answers[qid], question, f"{self.name}: answer {qid!r}{suffix}")
+            for qid, question in request.questions.items()
+            if qid in answers
+        }
+        return DecisionResponse(self.name, decoded, decode_usage(body.get("usage"), self.price), request_id)
+
+    async def decide(self, request: DecisionRequest) -> DecisionResponse:
+        reply = await self.api.post(self.preset.path, self.request_body(request))
+        return self.read_reply(request, reply.body, reply.request_id)
+
+    async def aclose(self) -> None:
+        await self.api.aclose()
+
+
+class TypeSafeBackend(SystemOneBackend):
+    provider = "typesafe"
+    # TypeSafe refuses a 256th option and an 11th level, so these limits are the host's own.
+    preset = Preset(
+        base_url="https://api.typesafe.ai",
+        key_variable="TYPESAFE_API_KEY",
+        key_required=True,
+        limits=ModelLimits(max_options=255, max_levels=10),
+    )
+
+
+class OpenRouterBackend(SystemOneBackend):
+    provider = "openrouter"
+    # The base URL is the endpoint itself; the body is System One's, and usage.cost is reported.
+    preset = Preset(
+        base_url="https://openrouter.ai/api/alpha/decisions",
+        path="",
+        key_variable="OPENROUTER_API_KEY",
+        key_required=True,
+        limits=ModelLimits(max_options=255),
+    )
+
+
+class OllamaBackend(SystemOneBackend):
+    provider = "ollama"
+    preset = Preset(base_url="http://127.0.0.1:11434", self_hosted=True)
+
+
+class VllmBackend(SystemOneBackend):
+    provider = "vllm"
+    preset = Preset(base_url="http://127.0.0.1:8000", key_variable="VLLM_API_KEY", self_hosted=True)

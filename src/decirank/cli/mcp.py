@@ -1,0 +1,33 @@
+"""``decirank mcp``: serve the tools to agents over MCP (stdio or streamable HTTP)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from ..mcp import DEFAULT_HOST, DEFAULT_PORT, HTTP_PATH, serve
+from ._app import app
+from ._output import error_console
+
+
+class McpTransport(str, Enum):
+    stdio = "stdio"
+    http = "http"
+
+
+@app.command()
+def mcp(
+    transport: Annotated[
+        McpTransport,
+        typer.Option("--transport", "-t", help="stdio for an agent that spawns the server; http to listen."),
+    ] = McpTransport.stdio,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (http).")] = DEFAULT_HOST,
+    port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on (http).")] = DEFAULT_PORT,
+) -> None:
+    """Serve builtin__rank, builtin__rerank, builtin__filter and builtin__score_list over MCP."""
+    if transport is McpTransport.http:
+        # stdout stays quiet on stdio, where it carries the protocol; over http the address helps.
+        error_console.print(f"decirank MCP server at http://{host}:{port}{HTTP_PATH}")
+    serve(transport.value, host=host, port=port)

@@ -1,0 +1,162 @@
+"""``decirank runs``: list, show and sum up the run log."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import ConfigError
+from ..stores.runlog import RUN_STATUSES, RunLog, configured_location, current_runlog
+from ._app import app
+from ._output import console, new_table, print_json, short_text
+
+runs_app = typer.Typer(help="List, show and sum up recorded runs.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
+
+
+def _runlog() -> RunLog:
+    runlog = current_runlog()
+    if runlog is None:
+        raise ConfigError("the run log is off (DECIRANK_RUNLOG=off); unset DECIRANK_RUNLOG to record runs")
+    return runlog
+
+
+#: How much of a run id a table shows; ``runs show`` takes any unique prefix.
+SHORT_ID = 12
+
+
+def _when(timestamp: str | None, style: str = "%Y-%m-%d %H:%M:%S") -> str:
+    if not timestamp:
+        return "—"
+    return datetime.fromisoformat(timestamp).astimezone().strftime(style)
+
+
+def _milliseconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f} ms"
+
+
+def _cost(row: dict[str, Any]) -> str:
+    if row.get("cost") is None:
+        return "—"
+    return f"{row['cost']:.6f} {row.get('currency') or ''}".strip()
+
+
+def _tokens(row: dict[str, Any]) -> str:
+    """Input / output tokens."""
+    return f"{row.get('input_tokens') or 0}/{row.get('output_tokens') or 0}"
+
+
+@runs_app.command("list")
+def list_runs(
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show at most this many runs.")] = 20,
+    tool: Annotated[str | None, typer.Option("--tool", "-t", help="Only runs of this tool (rank, rerank, ...).")] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", "-s", help=f"Only runs with this status ({', '.join(RUN_STATUSES)}).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List tool runs, newest first."""
+    runs = _runlog().runs(limit=limit, tool=tool, status=status)
+    if as_json:
+        print_json(runs)
+        return
+    table = new_table("id", "started", "tool", "asked", "answered by", "status", "duration", "tokens in/out", "cost")
+    for run in runs:
+        table.add_row(
+            run["id"][:SHORT_ID],
+            _when(run["started_at"], "%m-%d %H:%M:%S"),
+            run["tool"],
+            run["role"] or "—",
+            run["model"] or "—",
+            run["status"],
+            _milliseconds(run["duration_ms"]),
+            _tokens(run),
+            _cost(run),
+        )
+    console.print(table)
+
+
+@runs_app.command("show")
+def show_run(
+    run_id: Annotated[str, typer.Argument(help="A run's id, or enough of its start to be unique.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Show one run: its inputs, outputs, error, and every model call with its failover attempts."""
+    run = _runlog().run(run_id)
+    if as_json:
+        print_json(run)
+        return
+    console.print(f"[bold]{run['tool']}[/bold] run {run['id']}", highlight=False)
+    details = [
+        ("status", run["status"]),
+        ("asked", run["role"] or "—"),
+        ("answered by", run["model"] or "—"),
+        ("started", _when(run["started_at"])),
+        ("duration", _milliseconds(run["duration_ms"])),
+        ("usage", f"{run['calls'] or 0} call(s), {_tokens(run)} tokens in/out, cost {_cost(run)}"),
+    ]
+    if run["parent_id"]:
+        details.append(("part of", run["parent_id"]))
+    if run["error_type"]:
+        details.append(("error", f"{run['error_type']}: {run['error']}"))
+    if run["inputs"] is not None:
+        details.append(("inputs", short_text(run["inputs"], 200)))
+    if run["outputs"] is not None:
+        details.append(("outputs", short_text(run["outputs"], 200)))
+    for label, value in details:
+        console.print(f"  {label:<12} {value}", markup=False, highlight=False)
+    if not run["children"]:
+        return
+    table = new_table("call", "kind", "model", "status", "duration", "tokens in/out", "cost", "error")
+    for child in run["children"]:
+        if child["kind"] == "model":
+            step = f"{child['decision']}.{child['attempt']}"
+            kind = "cache hit" if child["cached"] else "model call"
+        else:
+            step, kind = child["id"][:SHORT_ID], f"{child['tool']} run"
+        error = f"{child['error_type']}: {child['error']}" if child["error_type"] else ""
+        table.add_row(
+            step,
+            kind,
+            child["model"] or "—",
+            child["status"],
+            _milliseconds(child["duration_ms"]),
+            _tokens(child),
+            _cost(child),
+            short_text(error, 120) if error else "",
+        )
+    console.print(table)
+
+
+@runs_app.command("stats")
+def run_stats(as_json: JsonOption = False) -> None:
+    """Count runs; per model: calls, failures, cache hits, tokens, cost, p50/p95 latency."""
+    stats = _runlog().stats()
+    if as_json:
+        print_json(stats)
+        return
+    by_tool = ", ".join(f"{row['tool']} {row['status']}: {row['runs']}" for row in stats["by_tool"])
+    console.print(f"{stats['runs']} run(s)" + (f" ({by_tool})" if by_tool else ""), highlight=False)
+    table = new_table("model", "calls", "failed", "cache hits", "tokens in/out", "cost", "p50", "p95")
+    for row in stats["models"]:
+        table.add_row(
+            row["model"],
+            str(row["calls"]),
+            str(row["failed"]),
+            str(row["cache_hits"]),
+            _tokens(row),
+            _cost(row),
+            _milliseconds(row["p50_ms"]),
+            _milliseconds(row["p95_ms"]),
+        )
+    console.print(table)
+
+
+@runs_app.command("path")
+def run_log_path() -> None:
+    """Print where the run log is (a file or a database URL), or 'off'."""
+    typer.echo(configured_location() or "off")

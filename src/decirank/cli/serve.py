@@ -1,0 +1,58 @@
+"""``decirank serve``: the HTTP server, on 127.0.0.1 unless told otherwise."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated
+
+import typer
+
+from ..errors import MissingAssetError
+from ._app import app
+from ._output import error_console
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to bind; other machines reach only a non-loopback one.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on.")] = 8000,
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="The role or provider:model that answers requests naming none.")
+    ] = "decider",
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key", envvar="DECIRANK_SERVER_API_KEY", help="Require Authorization: Bearer KEY on every /v1 endpoint."
+        ),
+    ] = None,
+    max_body_bytes: Annotated[
+        int | None, typer.Option("--max-body-bytes", help="Larger request bodies get 413 (default 4 MiB).")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Seconds a request may take when it names no budget (default 30).")
+    ] = None,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")] = "warning",
+) -> None:
+    """Serve the tools (/v1/rank, /v1/rerank, /v1/filter) and the models (/v1/systemone, /v1/decisions)."""
+    try:
+        import uvicorn
+
+        from ..server import create_app
+    except ImportError as error:
+        raise MissingAssetError("the HTTP server (fastapi, uvicorn)", "pip install 'decirank[server]'") from error
+    # Limits not given here are the server's own defaults, kept in one place.
+    limits = {name: value for name, value in (("max_body_bytes", max_body_bytes), ("timeout", timeout)) if value is not None}
+    application = create_app(model, api_key=api_key, **limits)
+    if not _is_loopback(host) and api_key is None:
+        error_console.print(f"warning: serving on {host} without --api-key: anyone who can reach it may use it")
+    error_console.print(f"decirank serve: http://{host}:{port} (model {model}, docs at /docs)")
+    uvicorn.run(application, host=host, port=port, log_level=log_level)

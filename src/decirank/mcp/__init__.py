@@ -1,0 +1,55 @@
+"""The MCP server: decirank's tools for agents, over stdio or streamable HTTP.
+
+    decirank mcp                                  # stdio, for an agent that spawns it
+    decirank mcp --transport http --port 8765     # streamable HTTP at http://127.0.0.1:8765/mcp
+
+It serves the tools of :mod:`decirank.tools.registry` (``builtin__rank``,
+``builtin__rerank``, ``builtin__filter`` and, where installed,
+``builtin__score_list``) with their input and output schemas. A tool's typed
+error comes back as an error result carrying its message, never as a crash.
+
+The official ``mcp`` SDK is an optional dependency (``pip install
+'decirank[mcp]'``); it is imported only when a server is built, so the rest
+of decirank works without it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING, Literal
+
+from ..errors import InvalidInputError, MissingAssetError
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "HTTP_PATH", "build_server", "serve"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+HTTP_PATH = "/mcp"
+
+Transport = Literal["stdio", "http"]
+
+
+def _require_sdk() -> None:
+    if importlib.util.find_spec("mcp") is None:
+        raise MissingAssetError("the MCP SDK (package mcp)", "pip install 'decirank[mcp]'")
+
+
+def build_server() -> Server:
+    """A low-level MCP ``Server`` serving decirank's tools, ready for any transport."""
+    _require_sdk()
+    from .server import build_server as build
+
+    return build()
+
+
+def serve(transport: Transport = "stdio", *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    """Serve until the client disconnects (stdio) or the process is stopped (http)."""
+    if transport not in ("stdio", "http"):
+        raise InvalidInputError("transport", "stdio or http", got=transport)
+    _require_sdk()
+    from .server import serve as run
+
+    run(transport, host=host, port=port)

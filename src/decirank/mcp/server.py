@@ -1,0 +1,115 @@
+"""The MCP server itself, on the SDK's low-level ``Server``.
+
+The low-level server is used rather than ``MCPServer`` because the schemas
+are declared data (the seeds' field names and descriptions), not inferred
+from Python signatures, and the registry already checks arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from .. import __version__
+from ..errors import DecirankError
+from ..tools.registry import ToolSpec, call_tool, get_tool, tool_specs
+from . import DEFAULT_HOST, DEFAULT_PORT, HTTP_PATH, Transport
+
+__all__ = ["build_server", "error_result", "serve"]
+
+INSTRUCTIONS = (
+    "decirank ranks, reranks, filters and scores lists with decision models: typed questions answered "
+    "with probabilities in one forward pass, no LLM. builtin__rank orders a list against a question in one "
+    "call; builtin__rerank scores documents against a query; builtin__filter keeps items a yes/no question "
+    "holds for; builtin__score_list ranks stored artifacts by ref with an evaluator. The model argument "
+    "names a role (decider, the default) or a provider:model such as lexical."
+)
+
+
+def mcp_tool(spec: ToolSpec) -> types.Tool:
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        output_schema=spec.output_schema,
+        annotations=types.ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            # Nothing is ever deleted: score_list only adds stamps to refs.
+            destructive_hint=False,
+        ),
+    )
+
+
+def error_result(error: DecirankError) -> types.CallToolResult:
+    """The tool's typed error, as an error result the agent can read and act on."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"{type(error).__name__}: {error}")],
+        is_error=True,
+    )
+
+
+def success_result(output: dict[str, Any]) -> types.CallToolResult:
+    # The text copy serves clients that predate structured content.
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(output, ensure_ascii=False))],
+        structured_content=output,
+    )
+
+
+async def _list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[mcp_tool(spec) for spec in tool_specs()])
+
+
+async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    try:
+        output = await call_tool(params.name, params.arguments or {}, name_field="name")
+    except DecirankError as error:
+        return error_result(error)
+    return success_result(output)
+
+
+def _input_schema(name: str) -> dict[str, Any] | None:
+    try:
+        return get_tool(name).input_schema
+    except DecirankError:
+        return None
+
+
+def build_server() -> Server:
+    return Server(
+        "decirank",
+        version=__version__,
+        title="decirank",
+        description="Rank, rerank, filter and score lists with decision models.",
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=_input_schema,
+        on_list_tools=_list_tools,
+        on_call_tool=_call_tool,
+    )
+
+
+async def _serve_stdio(server: Server) -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def _serve_http(server: Server, host: str, port: int) -> None:
+    import uvicorn  # a dependency of the mcp SDK; only the HTTP transport needs it
+
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+
+
+def serve(transport: Transport = "stdio", *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    server = build_server()
+    if transport == "stdio":
+        anyio.run(_serve_stdio, server)
+    else:
+        anyio.run(_serve_http, server, host, port)

@@ -1,0 +1,236 @@
+"""Request and response bodies of ``decirank serve``, as pydantic models.
+
+They check the shape of what comes in (FastAPI answers a misfit with 422 and
+the field's location) and describe every endpoint in the OpenAPI docs. The
+meaning of a body (empty instructions, an unknown dot path, a threshold out of
+range) is checked by the tools themselves, whose errors name the field too.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+ModelName = Annotated[
+    str | None,
+    Field(description="A role (decider) or a provider:model name this server runs; default: the server's model."),
+]
+Timeout = Annotated[float | None, Field(gt=0, description="Time budget in seconds for the whole call.")]
+
+
+class Usage(BaseModel):
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int = 0
+    cost: float | None = None
+    currency: str = "USD"
+    calls: int = 0
+
+
+# --- tools ---------------------------------------------------------------------------------
+
+
+class RankRequest(BaseModel):
+    """The input of ``builtin__rank``."""
+
+    items: list[Any] = Field(description="The list to rank.")
+    instructions: str = Field(description="The choice question.")
+    state: Any = Field(description='The context the items are judged against, e.g. {"question": "..."}.')
+    describe: str | None = Field(None, description="Dot path into each item to show as its option, e.g. url or meta.date.")
+    none: str | None = Field(None, description="Text of a 'nothing fits' option.")
+    top_k: int | None = Field(None, description="Keep only the best k.")
+    model: ModelName = None
+    timeout: Timeout = None
+
+
+class RankedItem(BaseModel):
+    item: Any
+    index: int = Field(description="The item's position in the input.")
+    probability: float | None = Field(description="Null for items that did not reach the final choice.")
+
+
+class RankResponse(BaseModel):
+    items: list[Any]
+    ranked: list[RankedItem]
+    none: float | None
+    no_fit: bool
+    model: str
+    usage: Usage
+    run_id: str | None
+
+
+class RerankRequest(BaseModel):
+    """Cohere's rerank request, plus decirank's ``min_relevance`` and ``timeout``."""
+
+    query: str
+    documents: list[str | dict[str, Any]] = Field(description='Strings, or objects with a "text" field.')
+    top_n: int | None = Field(None, ge=0, description="Keep only the best n (0 or null keeps all).")
+    return_documents: bool = Field(False, description="Include each document in its result.")
+    min_relevance: float | None = Field(None, ge=0, le=1, description="Drop documents scored below this.")
+    model: ModelName = None
+    timeout: Timeout = None
+
+
+class RerankResult(BaseModel):
+    index: int = Field(description="The document's position in the request.")
+    relevance_score: float
+    document: dict[str, Any] | None = None
+
+
+class RerankResponse(BaseModel):
+    id: str | None
+    results: list[RerankResult]
+    meta: dict[str, Any]
+
+
+class FilterRequest(BaseModel):
+    items: list[Any]
+    question: str = Field(description="The yes/no question asked of each item.")
+    state: Any
+    min_confidence: float = Field(0.5, description="Keep items at least this likely.")
+    describe: str | None = None
+    max_items_per_call: int | None = Field(None, ge=1)
+    model: ModelName = None
+    timeout: Timeout = None
+
+
+class FilterDecision(BaseModel):
+    item: Any
+    index: int
+    probability: float
+    kept: bool
+
+
+class FilterResponse(BaseModel):
+    items: list[Any]
+    count: int
+    dropped: list[Any]
+    dropped_count: int
+    decisions: list[FilterDecision]
+    min_confidence: float
+    model: str
+    usage: Usage
+    run_id: str | None
+
+
+# --- System One ----------------------------------------------------------------------------
+
+
+class NoulCriteria(BaseModel):
+    true: str | None = Field(None, description="What a true statement means.")
+    false: str | None = Field(None, description="What a false statement means.")
+
+
+class NoulQuestion(BaseModel):
+    type: Literal["noul"]
+    instructions: str
+    criteria: NoulCriteria | None = None
+
+
+class ChoiceQuestion(BaseModel):
+    type: Literal["choice"]
+    instructions: str
+    criteria: dict[str, str] = Field(min_length=2, max_length=255, description="Option key to its description.")
+
+
+class ScoreQuestion(BaseModel):
+    type: Literal["score"]
+    instructions: str
+    criteria: list[str] = Field(min_length=2, max_length=10, description="Levels, lowest first.")
+
+
+SystemOneQuestion = Annotated[NoulQuestion | ChoiceQuestion | ScoreQuestion, Field(discriminator="type")]
+
+
+class SystemOneRequest(BaseModel):
+    model: str | None = Field(
+        None,
+        description="A model this server runs (local, lexical, a role); any other name, such as a hosted "
+        "model's, is answered by the server's own model.",
+    )
+    state: Any = None
+    questions: dict[str, SystemOneQuestion] = Field(min_length=1)
+
+
+class SystemOneResponse(BaseModel):
+    model: str
+    answers: dict[str, dict[str, Any]]
+    usage: dict[str, Any]
+
+
+# --- OpenAI's Decisions shape --------------------------------------------------------------
+
+
+class InputPart(BaseModel):
+    type: Literal["input_text", "input_image"]
+    text: str | None = None
+
+
+class InputMessage(BaseModel):
+    role: Literal["user"]
+    type: Literal["message"] | None = None
+    content: str | list[InputPart]
+
+
+class PredicateQuestion(BaseModel):
+    type: Literal["predicate"]
+    name: str | None = None
+    instructions: str
+
+
+class Choice(BaseModel):
+    value: str
+    description: str | None = None
+
+
+class DecisionChoiceQuestion(BaseModel):
+    type: Literal["choice"]
+    name: str | None = None
+    instructions: str
+    choices: list[Choice] = Field(min_length=2, max_length=255)
+
+
+class Level(BaseModel):
+    label: str
+    description: str | None = None
+
+
+class DecisionScoreQuestion(BaseModel):
+    type: Literal["score"]
+    name: str | None = None
+    instructions: str
+    levels: list[Level] = Field(min_length=2, max_length=10)
+
+
+DecisionQuestion = Annotated[
+    PredicateQuestion | DecisionChoiceQuestion | DecisionScoreQuestion, Field(discriminator="type")
+]
+
+
+class DecisionsRequest(BaseModel):
+    model: str = Field(
+        description="A model this server runs; any other name is answered by the server's own model."
+    )
+    input: str | list[InputMessage]
+    questions: list[DecisionQuestion] = Field(min_length=1)
+
+
+class DecisionsResponse(BaseModel):
+    model: str
+    answers: list[dict[str, Any]]
+    usage: dict[str, Any]
+
+
+# --- the rest ------------------------------------------------------------------------------
+
+
+class RunList(BaseModel):
+    enabled: bool = Field(description="False when the run log is switched off on this server.")
+    runs: list[dict[str, Any]]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    version: str
+    model: str

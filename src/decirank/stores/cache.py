@@ -1,0 +1,126 @@
+"""The decision cache: the same question to the same model is answered once.
+
+Off by default. ``DECIRANK_CACHE=on`` (or ``off``) decides; without it the
+config's ``[cache] enabled = true`` does. The key is a hash of the canonical
+JSON of the model name, the state and the questions, so any change to any of
+them is a miss. Only answers that passed the response check are stored. A
+hit costs nothing and is recorded in the run log as a cached model call.
+
+The cache is a SQLite file, ``cache.db`` in the data directory, or the path
+in ``DECIRANK_CACHE_DB``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from .._config import load_config
+from .._jsonpath import canonical_json
+from .._paths import data_file
+from ..decisions.answers import DecisionResponse, Usage
+from ..decisions.questions import DecisionRequest
+from ..decisions.records import answers_from_data, answers_to_data, request_to_data
+from ..errors import ConfigError
+from ._database import Database, SQLiteDatabase
+from ._migrations import Migration, migrate
+from .runlog import timestamp
+
+__all__ = ["MIGRATIONS", "DecisionCache", "cache_key", "current_cache"]
+
+_ON = frozenset({"on", "1", "true", "yes"})
+_OFF = frozenset({"off", "0", "false", "no"})
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "m001_decisions",
+        (
+            """
+            CREATE TABLE decisions (
+                key TEXT PRIMARY KEY,
+                model TEXT NOT NULL,
+                answers TEXT NOT NULL,
+                created_at TEXT NOT NULL
+            )
+            """,
+        ),
+    ),
+)
+
+
+def cache_key(model: str, request: DecisionRequest) -> str:
+    return hashlib.sha256(canonical_json({"model": model, **request_to_data(request)}).encode()).hexdigest()
+
+
+class DecisionCache:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        migrate(database, MIGRATIONS)
+
+    @classmethod
+    def open(cls, path: str | Path) -> DecisionCache:
+        return cls(SQLiteDatabase(Path(path), what="decision cache"))
+
+    @property
+    def location(self) -> str:
+        return self.database.location
+
+    def get(self, model: str, request: DecisionRequest) -> DecisionResponse | None:
+        """The stored answers as a response that cost nothing, or None on a miss."""
+        rows = self.database.query("SELECT answers FROM decisions WHERE key = ?", (cache_key(model, request),))
+        if not rows:
+            return None
+        try:
+            answers = answers_from_data(json.loads(rows[0]["answers"]))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None  # a row this version cannot read is a miss, and the next answer replaces it
+        return DecisionResponse(model, answers, Usage(), cached=True)
+
+    def put(self, request: DecisionRequest, response: DecisionResponse) -> None:
+        self.database.execute(
+            "INSERT INTO decisions (key, model, answers, created_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET answers = excluded.answers, created_at = excluded.created_at",
+            (
+                cache_key(response.model, request),
+                response.model,
+                json.dumps(answers_to_data(response.answers)),
+                timestamp(time.time()),
+            ),
+        )
+
+    def count(self) -> int:
+        return int(self.database.query("SELECT COUNT(*) AS n FROM decisions")[0]["n"])
+
+    def close(self) -> None:
+        self.database.close()
+
+
+def cache_enabled() -> bool:
+    setting = os.environ.get("DECIRANK_CACHE", "").strip().lower()
+    if setting in _ON:
+        return True
+    if setting in _OFF:
+        return False
+    if setting:
+        raise ConfigError(f"DECIRANK_CACHE: expected on or off, got {setting!r}")
+    return bool(load_config().cache_enabled)
+
+
+_default: tuple[Path, DecisionCache] | None = None
+_lock = threading.Lock()
+
+
+def current_cache() -> DecisionCache | None:
+    """The decision cache when it is enabled, else None."""
+    global _default
+    if not cache_enabled():
+        return None
+    path = data_file("cache.db", variable="DECIRANK_CACHE_DB")
+    with _lock:
+        if _default is None or _default[0] != path:
+            _default = (path, DecisionCache.open(path))
+        return _default[1]

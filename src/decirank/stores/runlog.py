@@ -1,0 +1,466 @@
+"""The run log: every tool call is a run, every model call a child run.
+
+A tool run is written when the call starts (status ``running``) and updated
+when it ends (``success``, ``failed`` or ``cancelled``, with its outputs and
+the usage of all its children). Each model call, every failover attempt and
+cache hit included, is a child row written when it ends, carrying its
+request, answers, error, tokens, cost and timing.
+
+Where it goes, first match wins:
+
+- :func:`set_runlog` from Python (``set_runlog(None)`` turns it off);
+- ``DECIRANK_RUNLOG=off`` turns it off;
+- ``DECIRANK_DATABASE_URL=postgresql://...`` writes to PostgreSQL;
+- ``DECIRANK_RUNLOG=/some/file.db``, else ``runs.db`` in the data directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import math
+import os
+import threading
+import uuid
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .._paths import data_file
+from ..errors import ConfigError, InvalidInputError
+from ._database import BatchWriter, Database, PostgresDatabase, SQLiteDatabase, hide_password, is_postgres_url
+from ._migrations import Migration, migrate
+
+__all__ = [
+    "MIGRATIONS",
+    "RUN_STATUSES",
+    "RunLog",
+    "configured_location",
+    "current_parent_run",
+    "current_runlog",
+    "new_run_id",
+    "reset_runlog",
+    "set_runlog",
+    "summarize",
+    "under_parent_run",
+]
+
+RUN_STATUSES = ("running", "success", "failed", "cancelled")
+_OFF = frozenset({"off", "0", "false", "no", "none"})
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "m001_runs",
+        (
+            """
+            CREATE TABLE runs (
+                id TEXT PRIMARY KEY,
+                parent_id TEXT,
+                kind TEXT,
+                tool TEXT,
+                role TEXT,
+                model TEXT,
+                provider TEXT,
+                status TEXT NOT NULL,
+                decision INTEGER,
+                attempt INTEGER,
+                cached INTEGER,
+                inputs TEXT,
+                outputs TEXT,
+                request TEXT,
+                answers TEXT,
+                error_type TEXT,
+                error TEXT,
+                input_tokens INTEGER,
+                output_tokens INTEGER,
+                cached_tokens INTEGER,
+                cost DOUBLE PRECISION,
+                currency TEXT,
+                calls INTEGER,
+                started_at TEXT,
+                ended_at TEXT,
+                duration_ms DOUBLE PRECISION
+            )
+            """,
+            "CREATE INDEX runs_parent ON runs (parent_id)",
+            "CREATE INDEX runs_started ON runs (kind, started_at)",
+            "CREATE INDEX runs_model ON runs (kind, model)",
+        ),
+    ),
+)
+
+_COLUMNS = (
+    "id", "parent_id", "kind", "tool", "role", "model", "provider", "status", "decision", "attempt", "cached",
+    "inputs", "outputs", "request", "answers", "error_type", "error", "input_tokens", "output_tokens",
+    "cached_tokens", "cost", "currency", "calls", "started_at", "ended_at", "duration_ms",
+)  # fmt: skip
+# Rows are written at a run's start and again at its end, in batches (see RunLog._write).
+_UPSERT = (
+    f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)}) "
+    "ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{column} = COALESCE(excluded.{column}, runs.{column})" for column in _COLUMNS[1:])
+)
+# Columns a listing shows; the request and answers stay in ``show``.
+_SUMMARY_COLUMNS = (
+    "id, parent_id, kind, tool, role, model, provider, status, decision, attempt, cached, error_type, error, "
+    "input_tokens, output_tokens, cached_tokens, cost, currency, calls, started_at, ended_at, duration_ms"
+)
+_JSON_COLUMNS = ("inputs", "outputs", "request", "answers")
+
+
+def new_run_id() -> str:
+    """32 random hex digits: any dozen of the first are enough to name a run."""
+    return uuid.uuid4().hex
+
+
+def timestamp(seconds: float) -> str:
+    """ISO 8601 in UTC to the microsecond: sorts as text, reads as a date."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def summarize(value: Any, *, max_text: int = 200, max_items: int = 5) -> Any:
+    """A short copy of ``value`` for a run's inputs and outputs: long texts and lists cut."""
+
+    def cut(value: Any) -> Any:
+        # Concrete types first: this runs on every tool call, and ABC checks are slow.
+        if isinstance(value, str):
+            return value if len(value) <= max_text else value[:max_text] + f"… (+{len(value) - max_text} chars)"
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        if isinstance(value, dict | Mapping):
+            return {str(key): cut(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            shown = [cut(item) for item in value[:max_items]]
+            if len(value) > max_items:
+                shown.append(f"… (+{len(value) - max_items} more)")
+            return shown
+        return str(value)
+
+    return cut(value)
+
+
+def _usage_columns(usage: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.get("input_tokens", 0),
+        "output_tokens": usage.get("output_tokens", 0),
+        "cached_tokens": usage.get("cached_tokens", 0),
+        "cost": usage.get("cost"),
+        "currency": usage.get("currency"),
+        "calls": usage.get("calls", 0),
+    }
+
+
+def _percentile(sorted_values: list[float], fraction: float) -> float | None:
+    """Nearest rank: the smallest value with at least ``fraction`` of the values at or below it."""
+    if not sorted_values:
+        return None
+    return sorted_values[max(0, math.ceil(fraction * len(sorted_values)) - 1)]
+
+
+class RunLog:
+    """Runs and their children in one ``runs`` table; safe to share between threads."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        migrate(database, MIGRATIONS)
+        # Tool calls do not wait for their rows: see BatchWriter. Readers flush first.
+        self._writer = BatchWriter(database)
+
+    @classmethod
+    def open(cls, target: str | Path) -> RunLog:
+        """A SQLite file path, or a ``postgresql://`` URL."""
+        if isinstance(target, str) and is_postgres_url(target):
+            return cls(PostgresDatabase(target, what="run log"))
+        return cls(SQLiteDatabase(Path(target), what="run log"))
+
+    @property
+    def location(self) -> str:
+        return self.database.location
+
+    def flush(self) -> None:
+        """Wait until every row written so far is committed."""
+        self._writer.flush()
+
+    def close(self) -> None:
+        self.flush()
+        self.database.close()
+
+    # -- writing ---------------------------------------------------------------------------
+    #
+    # Every write is the same upsert, so the writer can send a whole batch in one
+    # executemany, in order: a column left None keeps what the row already holds.
+
+    def _write(self, **values: Any) -> None:
+        self._writer.submit(_UPSERT, tuple(map(values.get, _COLUMNS)))
+
+    def start_run(
+        self, run_id: str, *, tool: str, role: str | None, inputs: Any, started: float, parent_id: str | None = None
+    ) -> None:
+        """Open a tool run; ``parent_id`` makes it a child, as a plan's steps are of the plan's run."""
+        self._write(
+            id=run_id,
+            parent_id=parent_id,
+            kind="tool",
+            tool=tool,
+            role=role,
+            status="running",
+            inputs=_json(inputs),
+            started_at=timestamp(started),
+        )
+
+    def finish_run(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        models: str | None,
+        outputs: Any,
+        error: Mapping[str, Any] | None,
+        usage: Mapping[str, Any],
+        ended: float,
+        duration: float,
+    ) -> None:
+        """Close a tool run; ``usage`` is the sum over its children (``Usage.to_dict()``)."""
+        self._write(
+            id=run_id,
+            status=_check_status(status),
+            model=models,
+            outputs=_json(outputs),
+            error_type=error["type"] if error else None,
+            error=error["message"] if error else None,
+            ended_at=timestamp(ended),
+            duration_ms=duration * 1000,
+            **_usage_columns(usage),
+        )
+
+    def record_model_call(
+        self,
+        *,
+        parent_id: str | None,
+        tool: str,
+        role: str,
+        model: str,
+        provider: str,
+        status: str,
+        decision: int,
+        attempt: int,
+        cached: bool,
+        request: Any,
+        answers: Any,
+        error: Mapping[str, Any] | None,
+        usage: Mapping[str, Any],
+        started: float,
+        duration: float,
+    ) -> str:
+        """One finished model call (or cache hit); returns its id."""
+        run_id = new_run_id()
+        self._write(
+            id=run_id,
+            parent_id=parent_id,
+            kind="model",
+            tool=tool,
+            role=role,
+            model=model,
+            provider=provider,
+            status=_check_status(status),
+            decision=decision,
+            attempt=attempt,
+            cached=int(cached),
+            request=_json(request),
+            answers=_json(answers),
+            error_type=error["type"] if error else None,
+            error=error["message"] if error else None,
+            started_at=timestamp(started),
+            ended_at=timestamp(started + duration),
+            duration_ms=duration * 1000,
+            **_usage_columns(usage),
+        )
+        return run_id
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def runs(self, *, limit: int | None = 20, tool: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+        """Tool runs, newest first."""
+        self.flush()
+        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE kind = 'tool'"
+        params: list[Any] = []
+        if tool is not None:
+            sql += " AND tool = ?"
+            params.append(tool)
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(_check_status(status))
+        sql += " ORDER BY started_at DESC, id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [{**row, "cached": bool(row["cached"])} for row in self.database.query(sql, params)]
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        """One run by id or unique id prefix, with its model calls as ``children``."""
+        self.flush()
+        matches = self.database.query(
+            "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY started_at LIMIT 2", (_escape_like(run_id) + "%",)
+        ) if run_id else []
+        if len(matches) != 1:
+            detail = "no run has that id" if not matches else "more than one run starts with it; give more of it"
+            raise InvalidInputError("run id", "the id (or a unique prefix) of a recorded run", detail=detail)
+        run = _decode(matches[0])
+        children = self.database.query(
+            "SELECT * FROM runs WHERE parent_id = ? ORDER BY started_at, decision, attempt", (run["id"],)
+        )
+        run["children"] = [_decode(child) for child in children]
+        return run
+
+    def count(self, *, kind: str | None = None) -> int:
+        self.flush()
+        sql, params = "SELECT COUNT(*) AS n FROM runs", []
+        if kind is not None:
+            sql += " WHERE kind = ?"
+            params.append(kind)
+        return int(self.database.query(sql, params)[0]["n"])
+
+    def stats(self) -> dict[str, Any]:
+        """Tool runs by tool and status; per model: calls, failures, cache hits, tokens, cost, latency."""
+        self.flush()
+        tools = self.database.query(
+            "SELECT tool, status, COUNT(*) AS runs FROM runs WHERE kind = 'tool' GROUP BY tool, status ORDER BY tool, status"
+        )
+        models = self.database.query(
+            """
+            SELECT model, COUNT(*) AS calls,
+                SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed,
+                SUM(cached) AS cache_hits,
+                SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,
+                SUM(cost) AS cost, MIN(currency) AS currency
+            FROM runs WHERE kind = 'model' GROUP BY model ORDER BY model
+            """
+        )
+        # Latency is the model's: cache hits are left out. Percentiles are taken here, not in
+        # SQL, because SQLite has no percentile function.
+        durations: dict[str, list[float]] = {}
+        for row in self.database.query(
+            "SELECT model, duration_ms FROM runs WHERE kind = 'model' AND cached = 0 AND duration_ms IS NOT NULL"
+        ):
+            durations.setdefault(row["model"], []).append(float(row["duration_ms"]))
+        for row in models:
+            for key in ("calls", "failed", "cache_hits", "input_tokens", "output_tokens"):
+                row[key] = int(row[key] or 0)
+            latencies = sorted(durations.get(row["model"], []))
+            row["p50_ms"] = _percentile(latencies, 0.50)
+            row["p95_ms"] = _percentile(latencies, 0.95)
+        total = sum(int(row["runs"]) for row in tools)
+        return {"runs": total, "by_tool": [{**row, "runs": int(row["runs"])} for row in tools], "models": models}
+
+
+def _check_status(status: str) -> str:
+    if status not in RUN_STATUSES:
+        raise InvalidInputError("status", f"one of {', '.join(RUN_STATUSES)}", got=status)
+    return status
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _decode(row: dict[str, Any]) -> dict[str, Any]:
+    row = dict(row)
+    for column in _JSON_COLUMNS:
+        if row.get(column) is not None:
+            row[column] = json.loads(row[column])
+    row["cached"] = bool(row["cached"])
+    return row
+
+
+# -- the process's run log -----------------------------------------------------------------
+
+_UNSET: Any = object()
+_override: Any = _UNSET
+_default: tuple[str, RunLog] | None = None
+_lock = threading.Lock()
+
+
+def _configured_target() -> str | None:
+    environ = os.environ
+    return _target_for(
+        environ.get("DECIRANK_RUNLOG", ""), environ.get("DECIRANK_DATABASE_URL", ""), environ.get("DECIRANK_HOME")
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _target_for(setting: str, url: str, home: str | None) -> str | None:
+    """Memoised because every tool call asks; ``home`` is only part of the key (data_file reads it)."""
+    if setting.strip().lower() in _OFF:
+        return None
+    url = url.strip()
+    if url:
+        if not is_postgres_url(url):
+            raise ConfigError(f"DECIRANK_DATABASE_URL: expected a postgresql:// URL, got {url.split(':', 1)[0]}:...")
+        return url
+    return str(data_file("runs.db", variable="DECIRANK_RUNLOG"))
+
+
+def current_runlog() -> RunLog | None:
+    """The run log tool calls write to now; None when it is switched off."""
+    global _default
+    if _override is not _UNSET:
+        return _override
+    target = _configured_target()
+    if target is None:
+        return None
+    with _lock:
+        if _default is None or _default[0] != target:
+            # The previous one (another DECIRANK_HOME, say) is left to its holders and closed
+            # when the last of them lets go.
+            _default = (target, RunLog.open(target))
+        return _default[1]
+
+
+def configured_location() -> str | None:
+    """Where the run log is, without opening it: a path, a URL (password hidden), or None when off."""
+    if _override is not _UNSET:
+        return _override.location if _override is not None else None
+    target = _configured_target()
+    if target is None or not is_postgres_url(target):
+        return target
+    return hide_password(target)
+
+
+def set_runlog(runlog: RunLog | None) -> None:
+    """Write to ``runlog`` from now on, whatever the environment says; None switches the log off."""
+    global _override
+    _override = runlog
+
+
+def reset_runlog() -> None:
+    """Undo :func:`set_runlog`: the environment decides again."""
+    global _override
+    _override = _UNSET
+
+
+# -- the run new tool runs are children of -------------------------------------------------
+
+# A context variable, so concurrent plans (threads, tasks) each see their own parent.
+_parent_run: ContextVar[str | None] = ContextVar("decirank_parent_run", default=None)
+
+
+def current_parent_run() -> str | None:
+    """The run that tool runs started now belong to (a plan's run), or None."""
+    return _parent_run.get()
+
+
+@contextlib.contextmanager
+def under_parent_run(run_id: str) -> Iterator[None]:
+    """Tool runs started inside are recorded as children of ``run_id``."""
+    token = _parent_run.set(run_id)
+    try:
+        yield
+    finally:
+        _parent_run.reset(token)

@@ -1,0 +1,187 @@
+"""``exec:<command>``: ground truth from a shell command's exit status.
+
+The artifact (outer code fence stripped) is written to a file in a fresh
+temporary folder, which is also the command's working directory. The command
+sees the file as ``{artifact}`` (replaced by the file's shell-quoted path) and
+as ``$ARTIFACT``; the artifact's text never reaches the shell. Exit status 0
+scores 1.0 (VALID), anything else 0.0 (INVALID) with the last lines of output
+as issues.
+
+The command runs in its own process group. When it ends, or runs out of
+time, the whole group is killed, so children it left behind (or that were
+still running at the timeout) go with it. Only the last 64 KiB of output are
+kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from ...decisions.toolcall import ToolCall
+from .base import Evaluation, Evaluator, Verdict, strip_code_fence
+
+__all__ = ["DEFAULT_EXEC_TIMEOUT", "OUTPUT_LIMIT", "CommandOutcome", "ExecEvaluator", "run_command"]
+
+DEFAULT_EXEC_TIMEOUT = 300.0
+OUTPUT_LIMIT = 64 * 1024
+ISSUE_LINES = 10
+ISSUE_LINE_LENGTH = 500
+# Once the command's group is killed its output pipe closes at once; this only
+# bounds the wait for a process that left the group and still holds the pipe.
+DRAIN_GRACE_SECONDS = 1.0
+PLACEHOLDER = "{artifact}"
+
+# Commands such as ``pytest {artifact}`` or ``node {artifact}`` care about the
+# file's extension; a fence's language says which one the artifact wants.
+_EXTENSIONS = {
+    "python": ".py", "py": ".py", "json": ".json", "yaml": ".yaml", "yml": ".yaml", "toml": ".toml",
+    "javascript": ".js", "js": ".js", "typescript": ".ts", "ts": ".ts", "sh": ".sh", "bash": ".sh",
+    "shell": ".sh", "sql": ".sql", "html": ".html", "markdown": ".md", "md": ".md", "rust": ".rs",
+    "go": ".go", "c": ".c", "cpp": ".cpp", "java": ".java", "ruby": ".rb",
+}  # fmt: skip
+
+
+def artifact_file_name(language: str | None) -> str:
+    return "artifact" + _EXTENSIONS.get(language or "", ".txt")
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    #: The exit status; negative when a signal ended the command.
+    returncode: int
+    #: stdout and stderr together, the last :data:`OUTPUT_LIMIT` bytes of them.
+    output: str
+    timed_out: bool
+    #: Whether earlier output was dropped to keep within the limit.
+    truncated: bool
+
+
+class _OutputTail:
+    """The last ``limit`` bytes of a stream: a failure's cause is usually at the end."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.truncated = False
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if len(self.data) > self.limit:
+            del self.data[: len(self.data) - self.limit]
+            self.truncated = True
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+async def _drain(stream: ByteReceiveStream, tail: _OutputTail, drained: anyio.Event) -> None:
+    # Reading all along keeps a chatty command from blocking on a full pipe.
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        async for chunk in stream:
+            tail.add(chunk)
+    drained.set()
+
+
+def _kill_group(group_id: int) -> None:
+    # The group may be gone already (nothing left behind): that is the good case.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group_id, signal.SIGKILL)
+
+
+async def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeout: float) -> CommandOutcome:
+    """Run ``command`` with ``/bin/sh`` in its own process group, killing the group at the end.
+
+    Raises ``OSError`` when the command cannot be started at all.
+    """
+    tail = _OutputTail(OUTPUT_LIMIT)
+    process = await anyio.open_process(
+        ["/bin/sh", "-c", command],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    try:
+        async with anyio.create_task_group() as group:
+            drained = anyio.Event()
+            group.start_soon(_drain, process.stdout, tail, drained)
+            with anyio.move_on_after(timeout) as clock:
+                await process.wait()
+            # On a timeout this ends the command; after a normal exit it ends the
+            # background children it left, which would otherwise hold the pipe open.
+            _kill_group(process.pid)
+            with anyio.move_on_after(DRAIN_GRACE_SECONDS):
+                await drained.wait()
+            group.cancel_scope.cancel()
+    finally:
+        # Also when the caller cancels: nothing the command started outlives it.
+        _kill_group(process.pid)
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+    assert process.returncode is not None
+    return CommandOutcome(process.returncode, tail.text(), clock.cancelled_caught, tail.truncated)
+
+
+def last_lines(output: str) -> list[str]:
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    return [
+        line if len(line) <= ISSUE_LINE_LENGTH else line[: ISSUE_LINE_LENGTH - 1] + "…" for line in lines[-ISSUE_LINES:]
+    ]
+
+
+def judge(outcome: CommandOutcome, timeout: float) -> Evaluation:
+    """Exit 0 is VALID at 1.0; a failure, a signal or a timeout is INVALID at 0.0."""
+    output_lines = last_lines(outcome.output)
+    if outcome.timed_out:
+        reason = f"timed out after {timeout:g} s"
+        issues = [f"{reason}; the command and its children were killed", *output_lines]
+        return Evaluation(0.0, Verdict.INVALID, tuple(issues), reason)
+    if outcome.returncode == 0:
+        return Evaluation(1.0, Verdict.VALID, (), "command exited with status 0")
+    if outcome.returncode < 0:
+        try:
+            name = signal.Signals(-outcome.returncode).name
+        except ValueError:
+            name = str(-outcome.returncode)
+        reason = f"command was killed by signal {name}"
+    else:
+        reason = f"command exited with status {outcome.returncode}"
+    return Evaluation(0.0, Verdict.INVALID, tuple(output_lines or [f"{reason} and printed nothing"]), reason)
+
+
+class ExecEvaluator(Evaluator):
+    needs_model = False
+
+    def __init__(self, spec: str, command: str, *, timeout: float = DEFAULT_EXEC_TIMEOUT) -> None:
+        super().__init__(spec)
+        self.command = command
+        self.timeout = timeout
+
+    async def evaluate(self, text: str, call: ToolCall | None) -> Evaluation:
+        body, language = strip_code_fence(text)
+        with tempfile.TemporaryDirectory(prefix="decirank-exec-", ignore_cleanup_errors=True) as folder:
+            path = Path(folder) / artifact_file_name(language)
+            path.write_text(body, encoding="utf-8")
+            command = self.command.replace(PLACEHOLDER, shlex.quote(str(path)))
+            try:
+                outcome = await run_command(
+                    command, cwd=Path(folder), env={**os.environ, "ARTIFACT": str(path)}, timeout=self.timeout
+                )
+            except OSError as error:
+                # No verdict on the artifact can be had when the command never ran.
+                return Evaluation(None, Verdict.UNKNOWN, (f"the command could not be started: {error}",), "not run")
+        return judge(outcome, self.timeout)

@@ -1,0 +1,439 @@
+"""The tools by their agent-facing names (``builtin__rank``, ...), with their schemas.
+
+This is the one list of tools that the MCP server and the plan runner both
+serve, so a tool's name, its JSON schemas and the way its JSON arguments
+become a Python call are written once. Field names and descriptions follow
+the seeds (``builtin__rank``, ``score_list``, ``DecisionReranker``).
+
+Arguments arrive as JSON objects: :func:`call_tool` refuses names a tool does
+not take and missing required ones, each naming the field, and leaves every
+other check to the tool itself, whose errors name the field too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..decisions.decider import DEFAULT_ROLE
+from ..errors import InvalidInputError
+from ._checks import check_optional_text
+from .filter import DEFAULT_MIN_CONFIDENCE, afilter
+from .rank import arank
+from .rerank import arerank
+from .score_list import DEFAULT_MAX_CONCURRENCY, ascore_list
+
+__all__ = ["ToolSpec", "call_tool", "check_arguments", "get_tool", "tool_specs"]
+
+ToolRunner = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    #: False when calling the tool changes stored state (score_list stamps refs).
+    read_only: bool
+    #: Takes checked JSON arguments, returns the tool's JSON result.
+    run: ToolRunner
+
+    @property
+    def required(self) -> list[str]:
+        return list(self.input_schema.get("required", []))
+
+    @property
+    def fields(self) -> list[str]:
+        return list(self.input_schema["properties"])
+
+
+def _object(properties: dict[str, Any], required: list[str], *, closed: bool) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+_MODEL = {"type": "string", "description": "The decision model role; default decider"}
+_ANY: dict[str, Any] = {}
+_USAGE = {
+    "type": "object",
+    "description": "Tokens, cost and calls of every model call the tool made",
+    "properties": {
+        "input_tokens": {"type": "integer"},
+        "output_tokens": {"type": "integer"},
+        "cached_tokens": {"type": "integer"},
+        "cost": {"type": ["number", "null"]},
+        "currency": {"type": "string"},
+        "calls": {"type": "integer"},
+    },
+}
+_ANSWERED_BY = {"type": "string", "description": "The model(s) that answered"}
+_RUN_ID = {"type": ["string", "null"], "description": "This call's run in the run log"}
+
+
+def _model_argument(arguments: dict[str, Any]) -> str:
+    return check_optional_text(arguments.get("model"), "model") or DEFAULT_ROLE
+
+
+async def _run_rank(arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await arank(
+        arguments["items"],
+        arguments["instructions"],
+        arguments["state"],
+        describe=arguments.get("describe"),
+        none=arguments.get("none"),
+        top_k=arguments.get("top_k"),
+        model=_model_argument(arguments),
+    )
+    return result.to_dict()
+
+
+async def _run_rerank(arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await arerank(
+        arguments["query"],
+        arguments["documents"],
+        top_k=arguments.get("top_k"),
+        min_relevance=arguments.get("min_relevance"),
+        model=_model_argument(arguments),
+    )
+    return result.to_dict()
+
+
+async def _run_filter(arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await afilter(
+        arguments["items"],
+        arguments["question"],
+        arguments["state"],
+        min_confidence=arguments.get("min_confidence", DEFAULT_MIN_CONFIDENCE),
+        describe=arguments.get("describe"),
+        model=_model_argument(arguments),
+    )
+    return result.to_dict()
+
+
+async def _run_score_list(arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await ascore_list(
+        arguments["refs"],
+        arguments["evaluator"],
+        top_k=arguments.get("top_k", 0),
+        max_concurrency=arguments.get("max_concurrency", DEFAULT_MAX_CONCURRENCY),
+        model=_model_argument(arguments),
+    )
+    return result.to_dict()
+
+
+RANK = ToolSpec(
+    name="builtin__rank",
+    title="Rank a list",
+    description=(
+        "Ranks a whole list against a question in one decision-model call.\n\n"
+        "The items become the options of one choice question, state is the context they're judged against, "
+        "and instructions is the question. Each option shows the item's describe field, or the whole item "
+        "when describe is absent. items is the list sorted by probability, highest first, and ranked pairs "
+        "each item with its probability; both are cut to top_k. Options are shown in a shuffled order seeded "
+        "from the items, so the same list ranks the same way on a rerun. none adds a 'nothing fits' option: "
+        "its probability comes back as none, and no_fit is true when it beats every item. Lists over 254 "
+        "items are ranked in chunks sent together whose best meet in a final choice; items that don't reach "
+        "the final follow the finalists with a null probability. Needs a decision model role, decider by "
+        "default.\n\n"
+        "Use it to rerank search results, candidates or options against a question: one call instead of one "
+        "per item, and no LLM. Keep state to what the question needs: the question and its context, not the "
+        "items. For an absolute yes or no per item rather than an order, use builtin__filter."
+    ),
+    input_schema=_object(
+        {
+            "describe": {
+                "type": "string",
+                "description": "Dot path into each item to show as the option, e.g. url or meta.date",
+            },
+            "instructions": {"type": "string", "description": "The choice question"},
+            "items": {
+                "type": "array",
+                "items": _ANY,
+                "description": "The list, usually a template like {{E1.results}}",
+            },
+            "model": _MODEL,
+            "none": {"type": "string", "description": "Text of a 'nothing fits' option"},
+            "state": {
+                "description": 'The context the items are judged against, e.g. {"question": "{{input.question}}"}'
+            },
+            "top_k": {"type": "integer", "minimum": 1, "description": "Keep only the best k"},
+        },
+        ["instructions", "items", "state"],
+        closed=True,
+    ),
+    output_schema=_object(
+        {
+            "items": {"type": "array", "items": _ANY, "description": "The items, highest probability first"},
+            "no_fit": {"type": "boolean", "description": "True when 'nothing fits' beat every item"},
+            "none": {"type": ["number", "null"], "description": "The probability of the 'nothing fits' option"},
+            "ranked": {
+                "type": "array",
+                "description": "Each item with its input index and probability (null: not in the final choice)",
+                "items": _object(
+                    {"item": _ANY, "index": {"type": "integer"}, "probability": {"type": ["number", "null"]}},
+                    ["item", "index", "probability"],
+                    closed=False,
+                ),
+            },
+            "model": _ANSWERED_BY,
+            "usage": _USAGE,
+            "run_id": _RUN_ID,
+        },
+        ["items", "ranked"],
+        closed=False,
+    ),
+    read_only=True,
+    run=_run_rank,
+)
+
+RERANK = ToolSpec(
+    name="builtin__rerank",
+    title="Rerank documents by relevance",
+    description=(
+        "Scores each document's relevance to a query with one likelihood question per document, and sorts "
+        "by it.\n\n"
+        "The query is the state and each document is asked as 'This note bears on the request: <document>'; "
+        "its relevance_score is the probability. Documents with equal scores keep their input order. Large "
+        "lists are split across parallel calls that share one time budget; a failed call or a missing answer "
+        "fails the whole rerank, and no score is ever invented. Scores are likelihoods, not calibrated, so a "
+        "low min_relevance suits it: 0.1 is the recommended start."
+    ),
+    input_schema=_object(
+        {
+            "query": {"type": "string", "description": "The request the documents are scored against"},
+            "documents": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        {"type": "string"},
+                        _object({"id": _ANY, "text": {"type": "string"}, "metadata": _ANY}, ["text"], closed=False),
+                    ]
+                },
+                "description": "Strings, or objects {id, text, metadata}; a string's id is its position",
+            },
+            "top_k": {"type": "integer", "minimum": 0, "description": "Keep only the best k; 0 keeps all"},
+            "min_relevance": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "Drop documents scored below this; 0.1 is a good start",
+            },
+            "model": _MODEL,
+        },
+        ["query", "documents"],
+        closed=True,
+    ),
+    output_schema=_object(
+        {
+            "results": {
+                "type": "array",
+                "description": "The documents, most relevant first",
+                "items": _object(
+                    {
+                        "id": _ANY,
+                        "document": _ANY,
+                        "relevance_score": {"type": "number"},
+                        "rank": {"type": "integer"},
+                    },
+                    ["id", "document", "relevance_score", "rank"],
+                    closed=False,
+                ),
+            },
+            "model": _ANSWERED_BY,
+            "usage": _USAGE,
+            "run_id": _RUN_ID,
+        },
+        ["results"],
+        closed=False,
+    ),
+    read_only=True,
+    run=_run_rerank,
+)
+
+FILTER = ToolSpec(
+    name="builtin__filter",
+    title="Filter a list (decide gate)",
+    description=(
+        "Keeps the items for which a yes/no question is likely true: an absolute decision per item, not an "
+        "order.\n\n"
+        "Each item is one likelihood question (the question, then the item's describe field or the whole "
+        "item) asked about state; items whose probability reaches min_confidence (default 0.5) are kept. "
+        "items and dropped keep the input order, and decisions carries every item's probability. An item's "
+        "fate does not depend on the other items; to order a list, use builtin__rank."
+    ),
+    input_schema=_object(
+        {
+            "items": {"type": "array", "items": _ANY, "description": "The list, usually a template like {{E1.items}}"},
+            "question": {"type": "string", "description": "The yes/no question asked of each item"},
+            "state": {"description": "The context the items are judged against"},
+            "min_confidence": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "Keep items at least this likely; default 0.5",
+            },
+            "describe": {"type": "string", "description": "Dot path into each item to show, e.g. title or meta.date"},
+            "model": _MODEL,
+        },
+        ["items", "question", "state"],
+        closed=True,
+    ),
+    output_schema=_object(
+        {
+            "items": {"type": "array", "items": _ANY, "description": "The kept items, in input order"},
+            "count": {"type": "integer"},
+            "dropped": {"type": "array", "items": _ANY, "description": "The dropped items, in input order"},
+            "dropped_count": {"type": "integer"},
+            "decisions": {
+                "type": "array",
+                "description": "Every item with its input index, probability and whether it was kept",
+                "items": _object(
+                    {
+                        "item": _ANY,
+                        "index": {"type": "integer"},
+                        "probability": {"type": "number"},
+                        "kept": {"type": "boolean"},
+                    },
+                    ["item", "index", "probability", "kept"],
+                    closed=False,
+                ),
+            },
+            "min_confidence": {"type": "number"},
+            "model": _ANSWERED_BY,
+            "usage": _USAGE,
+            "run_id": _RUN_ID,
+        },
+        ["items", "count", "dropped", "dropped_count"],
+        closed=False,
+    ),
+    read_only=True,
+    run=_run_filter,
+)
+
+_REF = {"type": "string", "description": "run_id/agent_id"}
+
+SCORE_LIST = ToolSpec(
+    name="builtin__score_list",
+    title="Score and rank stored artifacts",
+    description=(
+        "Rank a list of existing refs by scoring with an evaluator, returning the top-k winners. Avoids "
+        "parameter size limits by resolving artifacts server-side.\n\n"
+        "For 'generate N candidates, then pick the best' pipelines where the N candidates already exist as "
+        "refs (run_id/agent_id) in the artifact store: refs are resolved to their artifact text server-side, "
+        "so callers never pipe artifact text through tool parameters. Evaluators: validate:<type> (a "
+        "registered type: built-in json, python, yaml checks, or a user type judged by the decision model), "
+        "score:<criterion> (a graded decision-model score) and exec:<shell-cmd> (ground truth: exit status 0 "
+        "scores 1.0; {artifact} is the artifact file's quoted path, also in $ARTIFACT). Each ref is stamped "
+        "in the store with its score and beam_rank; refs outside the top-k are marked pruned with a reason "
+        "pointing at the cut. top_k=0 returns all without pruning. A missing ref is UNKNOWN, not an error."
+    ),
+    input_schema=_object(
+        {
+            "refs": {
+                "description": (
+                    'JSON array of refs: either ["run_id/agent_id", ...] or [{"ref": "run_id/agent_id"}, ...]; '
+                    "both forms are accepted, also as a JSON string"
+                ),
+                "anyOf": [
+                    {"type": "array", "items": {"anyOf": [_REF, _object({"ref": _REF}, ["ref"], closed=False)]}},
+                    {"type": "string"},
+                ],
+            },
+            "evaluator": {
+                "type": "string",
+                "description": "Scoring directive: validate:<type>, score:<criterion>, or exec:<cmd>",
+            },
+            "top_k": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "How many top-scoring refs to surface as winners; 0 means rank-only, no pruning",
+            },
+            "max_concurrency": {
+                "type": "integer",
+                "minimum": 1,
+                "description": f"Upper bound on parallel evaluator calls (default: {DEFAULT_MAX_CONCURRENCY})",
+            },
+            "model": {**_MODEL, "description": "The decision model role for score: and validate:; default decider"},
+        },
+        ["refs", "evaluator"],
+        closed=True,
+    ),
+    output_schema=_object(
+        {
+            "run_id": {"type": "string", "description": "This scoring run; every stamp carries it"},
+            "evaluator": {"type": "string"},
+            "total": {"type": "integer", "description": "How many refs were scored"},
+            "top_k": {"type": "integer"},
+            "winners": {"type": "array", "items": {"type": "string"}, "description": "The winning refs, best first"},
+            "ranked": {
+                "type": "array",
+                "description": "The full per-ref trace, best first",
+                "items": _object(
+                    {
+                        "rank": {"type": "integer"},
+                        "ref": {"type": "string"},
+                        "score": {"type": ["number", "null"]},
+                        "verdict": {"enum": ["VALID", "PARTIAL", "INVALID", "UNKNOWN"]},
+                        "issues": {"type": "array", "items": {"type": "string"}},
+                        "reason": {"type": "string"},
+                        "pruned": {"type": "boolean"},
+                    },
+                    ["rank", "ref", "score", "verdict", "issues", "reason", "pruned"],
+                    closed=False,
+                ),
+            },
+            "model": {
+                "type": ["string", "null"],
+                "description": "The model(s) that answered, for score: and validate:",
+            },
+            "usage": _USAGE,
+        },
+        ["run_id", "evaluator", "total", "top_k", "winners", "ranked"],
+        closed=False,
+    ),
+    # Scoring stamps every ref in the artifact store.
+    read_only=False,
+    run=_run_score_list,
+)
+
+_TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (RANK, RERANK, FILTER, SCORE_LIST)}
+
+
+def tool_specs() -> list[ToolSpec]:
+    return list(_TOOLS.values())
+
+
+def get_tool(name: Any, field: str = "tool_name") -> ToolSpec:
+    spec = _TOOLS.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise InvalidInputError(field, f"one of {', '.join(_TOOLS)}", got=name)
+    return spec
+
+
+def check_arguments(spec: ToolSpec, arguments: Any) -> dict[str, Any]:
+    """The arguments as a dict, refusing unknown and missing fields by name."""
+    if not isinstance(arguments, dict):
+        raise InvalidInputError("arguments", f"an object with {spec.name}'s inputs", got=arguments)
+    for name in arguments:
+        if name not in spec.input_schema["properties"]:
+            raise InvalidInputError(
+                name, f"one of {spec.name}'s inputs: {', '.join(spec.fields)}", detail="unknown input"
+            )
+    for name in spec.required:
+        if name not in arguments:
+            raise InvalidInputError(name, "a value", detail=f"{spec.name} requires it")
+    return arguments
+
+
+async def call_tool(name: str, arguments: Any, *, name_field: str = "tool_name") -> dict[str, Any]:
+    """Run tool ``name`` on JSON ``arguments``; its errors are decirank's typed errors.
+
+    ``name_field`` is what the caller calls the tool's name, for the error when it is unknown.
+    """
+    spec = get_tool(name, name_field)
+    return await spec.run(check_arguments(spec, arguments))

@@ -1,0 +1,201 @@
+"""The MCP server, driven by the SDK's own client over stdio (and once over streamable HTTP)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client, StdioServerParameters
+
+import decirank
+
+ITEMS = [
+    {"title": "fleas and their life cycle", "url": "a"},
+    {"title": "bread baking at home", "url": "b"},
+    {"title": "stock market basics", "url": "c"},
+]
+
+
+def with_stdio_client(scenario: Callable[[Client], Awaitable[Any]]) -> Any:
+    """Spawn ``python -m decirank mcp`` as the server and run ``scenario`` against it."""
+    # The SDK passes a minimal environment by default; the server must see this test's user dir.
+    server = StdioServerParameters(command=sys.executable, args=["-m", "decirank", "mcp"], env=dict(os.environ))
+
+    async def main() -> Any:
+        async with Client(server, read_timeout_seconds=60) as client:
+            return await scenario(client)
+
+    return anyio.run(main)
+
+
+def test_lists_the_four_tools_with_seed_schemas_and_read_only_hints():
+    """tools/list carries every tool with the seeds' field names, required fields and read-only annotations."""
+
+    async def scenario(client: Client):
+        return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    tools = with_stdio_client(scenario)
+    assert set(tools) == {"builtin__rank", "builtin__rerank", "builtin__filter", "builtin__score_list"}
+
+    rank = tools["builtin__rank"]
+    assert set(rank.input_schema["properties"]) == {"describe", "instructions", "items", "model", "none", "state", "top_k"}
+    assert set(rank.input_schema["required"]) == {"instructions", "items", "state"}
+    assert rank.input_schema["properties"]["instructions"]["description"] == "The choice question"
+    assert rank.input_schema["properties"]["items"]["description"] == "The list, usually a template like {{E1.results}}"
+    assert {"items", "no_fit", "none", "ranked"} <= set(rank.output_schema["properties"])
+    assert set(rank.output_schema["required"]) == {"items", "ranked"}
+
+    assert set(tools["builtin__rerank"].input_schema["properties"]) == {
+        "query", "documents", "top_k", "min_relevance", "model"
+    }
+    assert set(tools["builtin__filter"].input_schema["properties"]) == {
+        "items", "question", "state", "min_confidence", "describe", "model"
+    }
+    score_list = tools["builtin__score_list"]
+    assert {"refs", "evaluator", "top_k", "max_concurrency"} <= set(score_list.input_schema["properties"])
+    assert set(score_list.input_schema["required"]) == {"refs", "evaluator"}
+    assert set(score_list.output_schema["required"]) == {"run_id", "evaluator", "total", "top_k", "winners", "ranked"}
+
+    for name in ("builtin__rank", "builtin__rerank", "builtin__filter"):
+        assert tools[name].annotations.read_only_hint is True, name
+    # score_list stamps every ref it scores in the artifact store.
+    assert score_list.annotations.read_only_hint is False
+
+
+def test_rank_rerank_and_filter_answer_with_structured_results():
+    """Each read-only tool runs on the lexical backend and returns its JSON shape, checked against its output schema."""
+
+    async def scenario(client: Client):
+        rank = await client.call_tool("builtin__rank", {
+            "items": ITEMS, "instructions": "Which page is about fleas?", "state": {"question": "flea life cycle"},
+            "describe": "title", "top_k": 2, "model": "lexical",
+        })
+        rerank = await client.call_tool("builtin__rerank", {
+            "query": "flea life cycle", "documents": ["bread baking", {"id": "x", "text": "fleas and their life cycle"}],
+            "model": "lexical",
+        })
+        kept = await client.call_tool("builtin__filter", {
+            "items": ITEMS, "question": "Is this page about fleas?", "state": {"question": "fleas"},
+            "describe": "title", "min_confidence": 0.5, "model": "lexical",
+        })
+        return rank, rerank, kept
+
+    rank, rerank, kept = with_stdio_client(scenario)
+    assert not rank.is_error and not rerank.is_error and not kept.is_error
+
+    assert rank.structured_content["items"][0]["title"] == "fleas and their life cycle"
+    assert len(rank.structured_content["ranked"]) == 2
+    assert rank.structured_content["ranked"][0]["index"] == 0
+    assert rank.structured_content["model"] == "lexical:bm25"
+    # Clients without structured content get the same JSON as text.
+    assert json.loads(rank.content[0].text) == rank.structured_content
+
+    assert rerank.structured_content["results"][0]["id"] == "x"
+    assert rerank.structured_content["results"][0]["rank"] == 1
+
+    data = kept.structured_content
+    assert data["count"] + data["dropped_count"] == 3
+    assert {"title": "fleas and their life cycle", "url": "a"} in data["items"]
+
+
+def test_score_list_ranks_stored_artifacts_and_stamps_them(isolated_user_dir):
+    """score_list resolves refs in the server's artifact store, validates them and leaves a stamp on each."""
+    store = decirank.ArtifactStore()
+    store.put("run1/good", '{"ok": true}')
+    store.put("run1/bad", '{"ok": tru')
+
+    async def scenario(client: Client):
+        return await client.call_tool("builtin__score_list", {
+            "refs": ["run1/bad", {"ref": "run1/good"}, "run1/missing"], "evaluator": "validate:json", "top_k": 1,
+        })
+
+    result = with_stdio_client(scenario)
+    assert not result.is_error, result.content
+    data = result.structured_content
+    assert data["winners"] == ["run1/good"]
+    assert data["total"] == 3 and data["top_k"] == 1
+    verdicts = {entry["ref"]: entry["verdict"] for entry in data["ranked"]}
+    assert verdicts == {"run1/good": "VALID", "run1/bad": "INVALID", "run1/missing": "UNKNOWN"}
+    assert {stamp.ref for stamp in store.stamps(run_id=data["run_id"])} == {"run1/good", "run1/bad", "run1/missing"}
+
+
+def test_bad_input_is_an_error_result_naming_the_field_and_the_server_keeps_serving():
+    """Wrong arguments come back as isError results with the typed message; the next call still works."""
+
+    async def scenario(client: Client):
+        not_a_list = await client.call_tool("builtin__rank", {
+            "items": "fleas", "instructions": "Which?", "state": {}, "model": "lexical",
+        })
+        missing = await client.call_tool("builtin__filter", {"items": [1], "state": {}, "model": "lexical"})
+        unknown_input = await client.call_tool("builtin__rerank", {
+            "query": "q", "documents": [], "k": 3, "model": "lexical",
+        })
+        unknown_model = await client.call_tool("builtin__rank", {
+            "items": ["a", "b"], "instructions": "Which?", "state": {}, "model": "lexicl",
+        })
+        unknown_tool = await client.call_tool("builtin__sort", {})
+        still_fine = await client.call_tool("builtin__rerank", {"query": "q", "documents": [], "model": "lexical"})
+        return not_a_list, missing, unknown_input, unknown_model, unknown_tool, still_fine
+
+    not_a_list, missing, unknown_input, unknown_model, unknown_tool, still_fine = with_stdio_client(scenario)
+    for result in (not_a_list, missing, unknown_input, unknown_model, unknown_tool):
+        assert result.is_error
+    assert not_a_list.content[0].text == "InvalidInputError: items: expected a list, got str 'fleas'"
+    assert missing.content[0].text.startswith("InvalidInputError: question:")
+    assert "k: expected one of builtin__rerank's inputs" in unknown_input.content[0].text
+    assert unknown_model.content[0].text.startswith("UnknownModelError:")
+    assert "lexical" in unknown_model.content[0].text  # the suggestion
+    assert "builtin__rank" in unknown_tool.content[0].text
+    assert not still_fine.is_error and still_fine.structured_content["results"] == []
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_streamable_http_transport_serves_the_same_tools():
+    """``decirank mcp --transport http`` listens on /mcp and answers a tool call."""
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "decirank", "mcp", "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read()
+                assert time.monotonic() < deadline, "the HTTP server did not start"
+                time.sleep(0.1)
+
+        async def main():
+            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client:
+                names = [tool.name for tool in (await client.list_tools()).tools]
+                result = await client.call_tool("builtin__rank", {
+                    "items": ["bread", "flea eggs"], "instructions": "Which is about fleas?", "state": "fleas",
+                    "model": "lexical",
+                })
+                return names, result
+
+        names, result = anyio.run(main)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert "builtin__rank" in names
+    assert not result.is_error and result.structured_content["items"][0] == "flea eggs"

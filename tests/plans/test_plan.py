@@ -1,0 +1,108 @@
+"""Loading a plan: every malformation is refused by name before any step runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from decirank.plans import InvalidPlanError, Plan, PlanError, TemplateError, load_plan
+
+SEED_STEP = """
+- id: E1
+  tool_name: builtin__rank
+  input:
+    state: "{{input.state}}"
+    items: "{{input.items}}"
+    instructions: "{{input.instructions}}"
+"""
+
+
+def step(step_id="E1", tool_name="builtin__rank", **tool_input):
+    tool_input = tool_input or {"items": [], "instructions": "Which?", "state": {}}
+    return {"id": step_id, "tool_name": tool_name, "input": tool_input}
+
+
+def test_the_seed_plan_step_loads_as_written():
+    plan = load_plan(SEED_STEP)
+    assert plan.step_ids == ["E1"]
+    assert plan.steps[0].tool_name == "builtin__rank"
+    assert plan.steps[0].input["items"] == "{{input.items}}"
+
+
+def test_a_plan_is_a_list_or_a_mapping_with_steps_from_data_text_or_a_file(tmp_path):
+    as_list = load_plan([step()])
+    assert load_plan({"steps": [step()]}) == as_list
+    path = tmp_path / "plan.yaml"
+    path.write_text(SEED_STEP)
+    assert load_plan(path).step_ids == ["E1"]
+    assert load_plan(as_list) is as_list
+
+
+@pytest.mark.parametrize(
+    ("steps", "field", "message"),
+    [
+        ([{"tool_name": "builtin__rank", "input": {}}], "steps.0.id", "every step needs an id"),
+        ([step("E 1")], "steps.0.id", "expected a name of letters"),
+        ([step("input")], "steps.0.id", "other than 'input'"),
+        ([step("E1"), step("E1")], "steps.1.id", "'E1' is already the id of step 0"),
+        ([{"id": "E1", "input": {}}], "steps.E1.tool_name", "every step needs a tool_name"),
+        ([step(tool_name="builtin__sort")], "steps.E1.tool_name", "expected one of builtin__rank, builtin__rerank"),
+        ([{"id": "E1", "tool": "builtin__rank"}], "steps.E1", "unknown key 'tool'"),
+        ([{"id": "E1", "tool_name": "builtin__rank", "input": ["x"]}], "steps.E1.input", "expected a mapping"),
+        ([step(items=[], instructions="x", state={}, topk=3)], "steps.E1.input.topk", "one of builtin__rank's inputs"),
+        ([step(items=[], state={})], "steps.E1.input.instructions", "builtin__rank requires it"),
+        (["E1"], "steps.0", "expected a step"),
+        ([], "steps", "at least one step"),
+        ({"name": "x", "steps": []}, "plan", "a mapping with only 'steps'"),
+        ("just text", "steps", "expected a list of steps"),
+    ],
+)
+def test_malformed_plans_are_refused_naming_the_field(steps, field, message):
+    with pytest.raises(InvalidPlanError) as caught:
+        load_plan(steps)
+    assert caught.value.field == field
+    assert message in str(caught.value)
+    assert str(caught.value).startswith(f"{field}: ")
+
+
+def test_a_tag_naming_a_later_or_unknown_step_is_refused_before_running():
+    """A step may use the input and the steps before it, nothing else."""
+    later = [step("E1", items="{{E2.items}}", instructions="x", state={}), step("E2")]
+    with pytest.raises(TemplateError) as caught:
+        load_plan(later)
+    assert caught.value.step == "E1" and caught.value.field == "steps.E1.input.items"
+    assert "{{E2.items}} names no earlier step (it can use: input)" in str(caught.value)
+
+    own = [step("E1", items="{{E1.items}}", instructions="x", state={})]
+    with pytest.raises(TemplateError, match="refers to its own step"):
+        load_plan(own)
+
+    deep = [step("E1"), step("E2", items=[], instructions="Q: {{E9.x}}", state={"q": ["{{input.q}}"]})]
+    with pytest.raises(TemplateError, match=r"steps.E2.input.instructions: \{\{E9.x\}\} names no earlier step \(it can use: input, E1\)"):
+        load_plan(deep)
+
+
+def test_bad_yaml_and_missing_files_are_plan_errors(tmp_path):
+    with pytest.raises(InvalidPlanError, match=r"^plan: not valid YAML at line \d+: "):
+        load_plan("- id: E1\n  input: [unclosed\n")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("- id: E1\n  input: [unclosed\n")
+    with pytest.raises(InvalidPlanError, match="broken.yaml' is not valid YAML at line"):
+        load_plan(broken)
+    with pytest.raises(InvalidPlanError, match="cannot read"):
+        load_plan(tmp_path / "nope.yaml")
+
+
+def test_plan_errors_serialise_with_step_and_field():
+    with pytest.raises(PlanError) as caught:
+        load_plan([step(), step()])
+    assert caught.value.to_dict() == {
+        "type": "InvalidPlanError",
+        "message": "steps.1.id: 'E1' is already the id of step 0",
+        "step": "E1",
+        "field": "steps.1.id",
+    }
+
+
+def test_a_plan_round_trips_through_to_dict():
+    plan = load_plan(SEED_STEP)
+    assert Plan.from_data(plan.to_dict()) == plan
