@@ -33,5 +33,9 @@ bench: install
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model lexical --tool rank
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model lexical --tool rerank
 
+# decirank serve's /v1/rerank with the default model: requests per second, p50/p95, 20 and 100 documents.
+bench-serve: install
+	$(BIN)/python benchmarks/serve.py --data $(DATA)/bm25_top100.json
+
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

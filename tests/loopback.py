@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 import httpx
 import uvicorn
@@ -59,8 +59,9 @@ class ThreadedServer:
 
 
 @contextlib.contextmanager
-def subprocess_server(command: Sequence[str], url: str, *, ready_path: str = "/", env: dict | None = None,
-                      timeout: float = 30.0) -> Iterator[subprocess.Popen]:
+def subprocess_server(
+    command: Sequence[str], url: str, *, ready_path: str = "/", env: dict | None = None, timeout: float = 30.0
+) -> Iterator[subprocess.Popen]:
     """Run ``command`` until the block ends; it is ready when ``GET url + ready_path`` answers."""
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -130,7 +131,7 @@ class ScriptedServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:  # noqa: N802 - the http.server hook's name
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
                 raw = self.rfile.read(length)
                 try:
@@ -179,7 +180,7 @@ class ScriptedServer:
             script = self.scripts.get(scenario) or [Reply(404, {"error": f"no script for {scenario!r}"})]
             return script.pop(0) if len(script) > 1 else script[0]
 
-    def __enter__(self) -> ScriptedServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -205,5 +206,9 @@ def uniform(qid: str, question: dict) -> dict:
     """A System One answer that favours nothing."""
     if question["type"] == "noul":
         return {"type": "noul", "noul": 0.5}
-    keys = list(question["criteria"]) if question["type"] == "choice" else [str(i) for i in range(len(question["criteria"]))]
+    keys = (
+        list(question["criteria"])
+        if question["type"] == "choice"
+        else [str(i) for i in range(len(question["criteria"]))]
+    )
     return {"type": question["type"], "probabilities": {key: 1 / len(keys) for key in keys}}

@@ -32,14 +32,30 @@ def decisions_peer(request: dict) -> dict:
             probabilities = [
                 {"value": c["value"], "probability": 0.7 if i == 0 else rest} for i, c in enumerate(question["choices"])
             ]
-            answers.append({"type": "choice", "name": name, "choice": question["choices"][0]["value"],
-                            "probabilities": probabilities, "confidence": 0.55})
+            answers.append(
+                {
+                    "type": "choice",
+                    "name": name,
+                    "choice": question["choices"][0]["value"],
+                    "probabilities": probabilities,
+                    "confidence": 0.55,
+                }
+            )
         else:
             share = 1 / len(question["levels"])
-            probabilities = [{"value": i, "label": lv["label"], "probability": share} for i, lv in enumerate(question["levels"])]
-            answers.append({"type": "score", "name": name, "score": 1.0, "probabilities": probabilities, "confidence": 0.0})
-    usage = {"input_tokens": 120, "input_tokens_details": {"cached_tokens": 100, "cache_write_tokens": 0},
-             "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 123}
+            probabilities = [
+                {"value": i, "label": lv["label"], "probability": share} for i, lv in enumerate(question["levels"])
+            ]
+            answers.append(
+                {"type": "score", "name": name, "score": 1.0, "probabilities": probabilities, "confidence": 0.0}
+            )
+    usage = {
+        "input_tokens": 120,
+        "input_tokens_details": {"cached_tokens": 100, "cache_write_tokens": 0},
+        "output_tokens": 3,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 123,
+    }
     return {"model": request["model"], "answers": answers, "usage": usage}
 
 
@@ -69,14 +85,18 @@ def peer():
 def test_questions_go_as_a_named_list_and_answers_come_back_in_order(peer, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     url = peer.script("ordered", Reply(body=decisions_peer, headers={"x-request-id": "req_1"}))
-    response = decide(OpenAIDecisionsBackend("gpt-6-luna", base_url=url), DecisionRequest("my dog has fleas", QUESTIONS))
+    response = decide(
+        OpenAIDecisionsBackend("gpt-6-luna", base_url=url), DecisionRequest("my dog has fleas", QUESTIONS)
+    )
     (seen,) = peer.requests_to("ordered")
     assert seen.path == "/ordered/v1/decisions"
     assert seen.headers["authorization"] == "Bearer sk-test"
     assert seen.body["input"] == "my dog has fleas"
     assert [q["name"] for q in seen.body["questions"]] == ["fleas", "topic", "urgency"]
     assert seen.body["questions"][1]["choices"] == [
-        {"value": "pets", "description": "animals and their care"}, {"value": "cars", "description": "vehicles"}, {"value": "food"}
+        {"value": "pets", "description": "animals and their care"},
+        {"value": "cars", "description": "vehicles"},
+        {"value": "food"},
     ]
     assert seen.body["questions"][2]["levels"] == [{"label": "not urgent"}, {"label": "soon"}, {"label": "right now"}]
     assert response.answers["fleas"] == LikelihoodAnswer(0.9)
@@ -104,7 +124,9 @@ def test_a_refused_question_is_a_refusal_error_naming_it(peer):
 
 
 def test_answers_for_questions_not_asked_are_invalid(peer):
-    stray = Reply(body=lambda r: {**decisions_peer(r), "answers": [{"type": "predicate", "name": "other", "probability": 0.5}]})
+    stray = Reply(
+        body=lambda r: {**decisions_peer(r), "answers": [{"type": "predicate", "name": "other", "probability": 0.5}]}
+    )
     url = peer.script("stray", stray)
     with pytest.raises(InvalidAnswerError, match="no question asked"):
         decide(OpenAIDecisionsBackend("m", base_url=url), DecisionRequest("s", {"q": LikelihoodQuestion("x")}))
@@ -138,9 +160,19 @@ def our_server():
 def test_our_server_is_a_real_decisions_peer(our_server):
     request = DecisionRequest("my dog has fleas", QUESTIONS)
     over_the_wire = decide(OpenAIDecisionsBackend("lexical", base_url=our_server, api_key="server-key"), request)
-    direct = asyncio.run(LexicalBackend().decide(DecisionRequest("my dog has fleas", {
-        **QUESTIONS, "topic": ChoiceQuestion("Which topic fits?", {"pets": "animals and their care", "cars": "vehicles", "food": "food"})
-    })))
+    direct = asyncio.run(
+        LexicalBackend().decide(
+            DecisionRequest(
+                "my dog has fleas",
+                {
+                    **QUESTIONS,
+                    "topic": ChoiceQuestion(
+                        "Which topic fits?", {"pets": "animals and their care", "cars": "vehicles", "food": "food"}
+                    ),
+                },
+            )
+        )
+    )
     assert dict(over_the_wire.answers) == dict(direct.answers)
 
 

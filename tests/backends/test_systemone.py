@@ -128,7 +128,9 @@ def test_our_server_answers_as_the_model_it_serves(our_server):
 
 def test_tools_rank_the_same_through_our_server(our_server):
     items = ["bread baking", "flea treatment for dogs", "stock markets", "cat fleas and ticks"]
-    remote = decirank.rank(items, "Which is about fleas?", {"q": "fleas"}, model="systemone:lexical", base_url=our_server)
+    remote = decirank.rank(
+        items, "Which is about fleas?", {"q": "fleas"}, model="systemone:lexical", base_url=our_server
+    )
     local = decirank.rank(items, "Which is about fleas?", {"q": "fleas"}, model="lexical")
     assert remote.items == local.items
     assert [r.probability for r in remote.ranked] == [r.probability for r in local.ranked]
@@ -185,7 +187,9 @@ def failure(scripted, scenario, *replies, **options):
 
 @pytest.mark.parametrize("status", [401, 403])
 def test_a_refused_key_is_an_authentication_error_with_the_request_id(scripted, status):
-    error, seen = failure(scripted, f"auth{status}", Reply(status, {"error": {"message": "bad key"}}, {"x-request-id": "req-7"}))
+    error, seen = failure(
+        scripted, f"auth{status}", Reply(status, {"error": {"message": "bad key"}}, {"x-request-id": "req-7"})
+    )
     assert isinstance(error, AuthenticationError)
     assert (error.status, error.request_id) == (status, "req-7")
     assert "bad key" in str(error) and "req-7" in str(error)
@@ -195,7 +199,11 @@ def test_a_refused_key_is_an_authentication_error_with_the_request_id(scripted, 
 def test_too_large_by_status_or_by_body(scripted):
     error, _ = failure(scripted, "large413", Reply(413, {"error": "payload too large"}))
     assert isinstance(error, TooLargeError)
-    error, seen = failure(scripted, "largebody", Reply(400, {"detail": {"error_type": "max_tokens_exceeded", "message": "too long"}}, {"request-id": "r-9"}))
+    error, seen = failure(
+        scripted,
+        "largebody",
+        Reply(400, {"detail": {"error_type": "max_tokens_exceeded", "message": "too long"}}, {"request-id": "r-9"}),
+    )
     assert isinstance(error, TooLargeError) and error.request_id == "r-9"
     assert len(seen) == 1
 
@@ -286,7 +294,9 @@ def test_nothing_listening_is_a_connection_error():
     ],
 )
 def test_malformed_answers_are_invalid_answer_errors(scripted, scenario, body, message):
-    backend = SystemOneBackend("m", base_url=scripted.script(scenario, Reply(body=body, headers={"x-request-id": "r1"})))
+    backend = SystemOneBackend(
+        "m", base_url=scripted.script(scenario, Reply(body=body, headers={"x-request-id": "r1"}))
+    )
     with pytest.raises(InvalidAnswerError) as caught:
         decide(backend)
     assert message in str(caught.value) and "r1" in str(caught.value)
@@ -340,15 +350,23 @@ def test_a_hosted_preset_without_its_key_names_the_variable(monkeypatch):
 
 def test_presets_know_their_hosts_and_speak_the_same_format(scripted, monkeypatch):
     monkeypatch.setenv("TYPESAFE_API_KEY", "ts-key")
-    typesafe = create_backend("typesafe")
+    typesafe = TypeSafeBackend("jev-latest")
     assert (typesafe.name, typesafe.base_url) == ("typesafe:jev-latest", "https://api.typesafe.ai")
     assert typesafe.limits.max_options == 255
+    # Pointed at a proxy of one's own, the preset needs no key and speaks System One there.
+    monkeypatch.delenv("TYPESAFE_API_KEY")
+    decide(TypeSafeBackend("jev-latest", base_url=scripted.script("typesafe-proxy", GOOD)))
+    (seen,) = scripted.requests_to("typesafe-proxy")
+    assert (seen.path, seen.body["model"]) == ("/typesafe-proxy/v1/systemone", "jev-latest")
+    assert "authorization" not in seen.headers
     # OpenRouter's base URL is the endpoint itself.
-    url = scripted.script("openrouter", Reply(body=lambda r: {**answers(uniform)(r), "usage": {"input_tokens": 5, "output_tokens": 1, "cost": 0.0042}}))
+    url = scripted.script(
+        "openrouter",
+        Reply(body=lambda r: {**answers(uniform)(r), "usage": {"input_tokens": 5, "output_tokens": 1, "cost": 0.0042}}),
+    )
     response = decide(OpenRouterBackend("typesafe/jev-latest", base_url=url))
     assert scripted.requests_to("openrouter")[0].path == "/openrouter"
     assert response.usage.cost == pytest.approx(0.0042), "the server's cost is taken as it is"
-    assert isinstance(TypeSafeBackend("jev-latest", base_url=url), SystemOneBackend)
 
 
 def test_self_hosted_presets_cost_nothing_and_listen_locally():
@@ -389,7 +407,9 @@ def write_config(home, text):
 
 def test_a_dead_server_fails_over_to_a_live_one(our_server, isolated_user_dir):
     dead = f"http://127.0.0.1:{free_port()}"
-    write_config(isolated_user_dir, f"""
+    write_config(
+        isolated_user_dir,
+        f"""
 [roles.decider]
 models = ["vllm:gone", "systemone:lexical"]
 
@@ -398,7 +418,8 @@ base_url = "{dead}"
 
 [providers.systemone]
 base_url = "{our_server}"
-""")
+""",
+    )
     result = decirank.rerank("fleas", ["a flea", "a car"], timeout=5)
     assert result.model == "systemone:lexical"
     attempts = current_runlog().run(result.run_id)["children"]
@@ -408,7 +429,9 @@ base_url = "{our_server}"
 
 def test_a_hung_server_costs_only_its_own_timeout_of_the_budget(scripted, our_server, isolated_user_dir):
     hung = scripted.script("hung", Reply(delay=3.0, body=answers(uniform)))
-    write_config(isolated_user_dir, f"""
+    write_config(
+        isolated_user_dir,
+        f"""
 [roles.decider]
 models = ["vllm:hung", "systemone:lexical"]
 
@@ -418,7 +441,8 @@ timeout = 0.3
 
 [providers.systemone]
 base_url = "{our_server}"
-""")
+""",
+    )
     started = time.monotonic()
     result = decirank.rank(["a flea", "a car"], "Which is about fleas?", "fleas", timeout=3)
     assert result.model == "systemone:lexical"

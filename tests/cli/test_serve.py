@@ -25,7 +25,13 @@ SERVED_MODELS = ["lexical"] + (["local"] if importlib.util.find_spec("decirank.b
 
 def decirank(*args, env, input=None):
     return subprocess.run(
-        [sys.executable, "-m", "decirank", *args], capture_output=True, text=True, env=env, input=input, timeout=120
+        [sys.executable, "-m", "decirank", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        input=input,
+        timeout=120,
     )
 
 
@@ -59,14 +65,26 @@ def items_file(tmp_path):
 
 def test_rank_through_the_server_orders_as_the_model_itself(served, items_file, client_env):
     model, url = served
-    common = ["rank", str(items_file), "-i", "Which is about fleas?", "-s", '{"q": "fleas on pets"}', "-d", "title", "--json"]
+    common = [
+        "rank",
+        str(items_file),
+        "-i",
+        "Which is about fleas?",
+        "-s",
+        '{"q": "fleas on pets"}',
+        "-d",
+        "title",
+        "--json",
+    ]
     remote = decirank(*common, "--model", f"systemone:{model}", "--base-url", url, env=client_env)
     direct = decirank(*common, "--model", model, env=client_env)
     assert remote.returncode == 0, remote.stderr
     assert direct.returncode == 0, direct.stderr
     remote_data, direct_data = json.loads(remote.stdout), json.loads(direct.stdout)
     assert remote_data["items"] == direct_data["items"]
-    assert [r["probability"] for r in remote_data["ranked"]] == pytest.approx([r["probability"] for r in direct_data["ranked"]])
+    assert [r["probability"] for r in remote_data["ranked"]] == pytest.approx(
+        [r["probability"] for r in direct_data["ranked"]]
+    )
     assert remote_data["model"].startswith("systemone:")
 
 
@@ -84,6 +102,8 @@ def test_rerank_through_the_server_scores_as_the_model_itself(served, client_env
 def test_a_client_without_the_servers_key_gets_one_clear_line(served, items_file, client_env):
     _, url = served
     env = {name: value for name, value in client_env.items() if name != "SYSTEMONE_API_KEY"}
-    done = decirank("rank", str(items_file), "-i", "Which?", "-s", "x", "--model", "systemone", "--base-url", url, env=env)
+    done = decirank(
+        "rank", str(items_file), "-i", "Which?", "-s", "x", "--model", "systemone", "--base-url", url, env=env
+    )
     assert done.returncode == 2
     assert "refused the key (401)" in done.stderr and "Traceback" not in done.stderr

@@ -10,7 +10,11 @@ from decirank.server import create_app
 from decirank.testing import ScriptedBackend, use_backend
 from tests.loopback import ThreadedServer
 
-DOCUMENTS = ["bread baking at home", "flea treatment for dogs", {"id": "doc-x", "text": "cats get fleas too", "lang": "en"}]
+DOCUMENTS = [
+    "bread baking at home",
+    "flea treatment for dogs",
+    {"id": "doc-x", "text": "cats get fleas too", "lang": "en"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +33,15 @@ def client(url):
 
 
 def test_health_and_docs_need_no_key(client):
-    assert client.get("/healthz").json() == {"status": "ok", "version": client.get("/healthz").json()["version"], "model": "lexical"}
+    assert client.get("/healthz").json() == {
+        "status": "ok",
+        "version": client.get("/healthz").json()["version"],
+        "model": "lexical",
+    }
     paths = client.get("/openapi.json").json()["paths"]
-    assert {"/v1/rank", "/v1/rerank", "/v1/filter", "/v1/systemone", "/v1/decisions", "/v1/runs", "/healthz"} <= set(paths)
+    assert {"/v1/rank", "/v1/rerank", "/v1/filter", "/v1/systemone", "/v1/decisions", "/v1/runs", "/healthz"} <= set(
+        paths
+    )
     assert client.get("/docs").status_code == 200
 
 
@@ -112,7 +122,11 @@ def test_decisions_answer_in_question_order_with_names_as_given(client):
         ],
     }
     data = client.post("/v1/decisions", json=body).json()
-    assert [(a["type"], a["name"]) for a in data["answers"]] == [("predicate", "fleas"), ("choice", None), ("score", None)]
+    assert [(a["type"], a["name"]) for a in data["answers"]] == [
+        ("predicate", "fleas"),
+        ("choice", None),
+        ("score", None),
+    ]
     assert [p["label"] for p in data["answers"][2]["probabilities"]] == ["low", "high"]
     assert data["usage"]["total_tokens"] == data["usage"]["input_tokens"] + data["usage"]["output_tokens"]
 
@@ -133,23 +147,58 @@ BAD_BODIES = [
     ("/v1/rank", {"items": ["a"], "state": 1}, ["body", "instructions"]),
     ("/v1/rank", {"items": ["a", "b"], "instructions": " ", "state": 1}, ["body", "instructions"]),
     ("/v1/rank", {"items": "not a list", "instructions": "Which?", "state": 1}, ["body", "items"]),
-    ("/v1/rank", {"items": [{"a": 1}, {"b": 2}], "instructions": "Which?", "state": 1, "describe": "a"}, ["body", "describe"]),
+    (
+        "/v1/rank",
+        {"items": [{"a": 1}, {"b": 2}], "instructions": "Which?", "state": 1, "describe": "a"},
+        ["body", "describe"],
+    ),
     ("/v1/rank", {"items": ["a", "b"], "instructions": "Which?", "state": 1, "model": "lexicl"}, ["body", "model"]),
-    ("/v1/rank", {"items": ["a", "b"], "instructions": "Which?", "state": 1, "model": "typesafe:jev-latest"}, ["body", "model"]),
+    (
+        "/v1/rank",
+        {"items": ["a", "b"], "instructions": "Which?", "state": 1, "model": "typesafe:jev-latest"},
+        ["body", "model"],
+    ),
     ("/v1/rerank", {"query": "", "documents": ["a"]}, ["body", "query"]),
     ("/v1/rerank", {"query": "q", "documents": [{"title": "no text"}]}, ["body", "documents", 0]),
     ("/v1/rerank", {"query": "q", "documents": ["a"], "top_n": -1}, ["body", "top_n"]),
     ("/v1/filter", {"items": ["a"], "question": "Q?", "state": 1, "min_confidence": 2}, ["body", "min_confidence"]),
     ("/v1/systemone", {"state": 1, "questions": {}}, ["body", "questions"]),
-    ("/v1/systemone", {"state": 1, "questions": {"q": {"type": "box", "instructions": "x"}}}, ["body", "questions", "q"]),
-    ("/v1/systemone", {"state": 1, "questions": {"q": {"type": "choice", "instructions": "x", "criteria": {"a": "only"}}}},
-     ["body", "questions", "q", "choice", "criteria"]),
-    ("/v1/systemone", {"state": 1, "questions": {"q": {"type": "noul", "instructions": ""}}}, ["body", "questions", "q", "instructions"]),
-    ("/v1/decisions", {"model": "m", "input": "x", "questions": [{"type": "predicate", "name": "a", "instructions": "x"},
-                                                              {"type": "predicate", "name": "a", "instructions": "y"}]},
-     ["body", "questions"]),
-    ("/v1/decisions", {"model": "m", "input": [{"role": "user", "content": [{"type": "input_image"}]}],
-                       "questions": [{"type": "predicate", "instructions": "x"}]}, ["body", "input", 0, "content", 0]),
+    (
+        "/v1/systemone",
+        {"state": 1, "questions": {"q": {"type": "box", "instructions": "x"}}},
+        ["body", "questions", "q"],
+    ),
+    (
+        "/v1/systemone",
+        {"state": 1, "questions": {"q": {"type": "choice", "instructions": "x", "criteria": {"a": "only"}}}},
+        ["body", "questions", "q", "choice", "criteria"],
+    ),
+    (
+        "/v1/systemone",
+        {"state": 1, "questions": {"q": {"type": "noul", "instructions": ""}}},
+        ["body", "questions", "q", "instructions"],
+    ),
+    (
+        "/v1/decisions",
+        {
+            "model": "m",
+            "input": "x",
+            "questions": [
+                {"type": "predicate", "name": "a", "instructions": "x"},
+                {"type": "predicate", "name": "a", "instructions": "y"},
+            ],
+        },
+        ["body", "questions"],
+    ),
+    (
+        "/v1/decisions",
+        {
+            "model": "m",
+            "input": [{"role": "user", "content": [{"type": "input_image"}]}],
+            "questions": [{"type": "predicate", "instructions": "x"}],
+        },
+        ["body", "input", 0, "content", 0],
+    ),
 ]
 
 
@@ -198,7 +247,10 @@ def test_a_failed_model_is_a_502_with_the_typed_error():
         response = httpx.post(f"{url}/v1/rerank", json={"query": "q", "documents": ["a"]})
     assert response.status_code == 502
     assert response.json()["error"] == {
-        "type": "ServerError", "message": "scripted:down: upstream is down", "model": "scripted:down", "status": 503
+        "type": "ServerError",
+        "message": "scripted:down: upstream is down",
+        "model": "scripted:down",
+        "status": 503,
     }
 
 

@@ -25,6 +25,7 @@ import os
 import random
 import time
 import tomllib
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -158,7 +159,12 @@ def error_from_response(response: httpx.Response, *, model: str, key_variable: s
     status = response.status_code
     body = _parse_body(response)
     message = _message(body) or response.reason_phrase
-    common: dict[str, Any] = {"model": model, "status": status, "request_id": request_id_of(response.headers), "body": body}
+    common: dict[str, Any] = {
+        "model": model,
+        "status": status,
+        "request_id": request_id_of(response.headers),
+        "body": body,
+    }
     if status in (401, 403):
         hint = f"; the key comes from {key_variable}" if key_variable else ""
         return AuthenticationError(f"the server refused the key ({status}): {message}{hint}", **common)
@@ -174,7 +180,9 @@ def error_from_response(response: httpx.Response, *, model: str, key_variable: s
         return ModelTimeoutError(f"the server timed out (408): {message}", **common)
     if status in (400, 422):
         detail = body.get("detail") if isinstance(body, dict) else None
-        return ModelRequestInvalidError(f"the server rejected the request ({status}): {message}", detail=detail, **common)
+        return ModelRequestInvalidError(
+            f"the server rejected the request ({status}): {message}", detail=detail, **common
+        )
     if status >= 500:
         return ServerError(f"the server failed ({status}): {message}", **common)
     return ModelError(f"unexpected status {status} from {response.request.url}: {message}", **common)
@@ -191,9 +199,9 @@ class JsonApi:
 
     The ``httpx.AsyncClient`` is created on first use and closed by
     :meth:`aclose`. Backends are cached across calls, and a sync call runs on
-    decirank's background loop while a server or a test may run its own: a
-    client is bound to the loop it was created on, so another loop gets a
-    client of its own rather than one whose connections belong elsewhere.
+    decirank's background loop while a server or a test may run its own; a
+    client's connections belong to the loop that opened them, so each event
+    loop gets a client of its own, forgotten with the loop.
     """
 
     def __init__(
@@ -214,15 +222,16 @@ class JsonApi:
         self._headers = {"user-agent": USER_AGENT, "accept": "application/json"}
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def _client_for_this_loop(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop or self._client.is_closed:
-            self._client = httpx.AsyncClient(headers=self._headers, timeout=self.timeout)
-            self._client_loop = loop
-        return self._client
+        client = self._clients.get(loop)
+        if client is None or client.is_closed:
+            client = self._clients[loop] = httpx.AsyncClient(headers=self._headers, timeout=self.timeout)
+        return client
 
     async def post(self, path: str, payload: Any) -> JsonReply:
         """POST ``payload`` to ``base_url + path``; retried as the module says; the parsed JSON reply."""
@@ -263,10 +272,10 @@ class JsonApi:
         return JsonReply(body, request_id)
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
-            self._client_loop = None
+        """Close this event loop's client; a later call opens a new one."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()
 
 
 def find_api_key(provider: str, given: str | None, variable: str | None, *, required: bool) -> str | None:

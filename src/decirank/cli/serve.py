@@ -23,7 +23,9 @@ def _is_loopback(host: str) -> bool:
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option("--host", help="Address to bind; other machines reach only a non-loopback one.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind; other machines reach only a non-loopback one.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on.")] = 8000,
     model: Annotated[
         str, typer.Option("--model", "-m", help="The role or provider:model that answers requests naming none.")
@@ -31,7 +33,9 @@ def serve(
     api_key: Annotated[
         str | None,
         typer.Option(
-            "--api-key", envvar="DECIRANK_SERVER_API_KEY", help="Require Authorization: Bearer KEY on every /v1 endpoint."
+            "--api-key",
+            envvar="DECIRANK_SERVER_API_KEY",
+            help="Require Authorization: Bearer KEY on every /v1 endpoint.",
         ),
     ] = None,
     max_body_bytes: Annotated[
@@ -50,7 +54,9 @@ def serve(
     except ImportError as error:
         raise MissingAssetError("the HTTP server (fastapi, uvicorn)", "pip install 'decirank[server]'") from error
     # Limits not given here are the server's own defaults, kept in one place.
-    limits = {name: value for name, value in (("max_body_bytes", max_body_bytes), ("timeout", timeout)) if value is not None}
+    limits = {
+        name: value for name, value in (("max_body_bytes", max_body_bytes), ("timeout", timeout)) if value is not None
+    }
     application = create_app(model, api_key=api_key, **limits)
     if not _is_loopback(host) and api_key is None:
         error_console.print(f"warning: serving on {host} without --api-key: anyone who can reach it may use it")

@@ -23,9 +23,10 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from .. import __version__
-from ..backends import parse_model_name
 from ..backends import openai as decisions_wire
+from ..backends import parse_model_name
 from ..backends import systemone as systemone_wire
+from ..decisions.answers import DecisionResponse
 from ..decisions.decider import Decider
 from ..decisions.questions import DecisionRequest
 from ..decisions.toolcall import ToolCall
@@ -165,7 +166,7 @@ async def filter_items(body: wire.FilterRequest, request: Request) -> dict[str, 
     return result.to_dict()
 
 
-async def _decide(tool: str, model: str, request: DecisionRequest, settings: ServerSettings):
+async def _decide(tool: str, model: str, request: DecisionRequest, settings: ServerSettings) -> DecisionResponse:
     async with ToolCall(tool, model=model, timeout=settings.timeout) as call:
         return await call.ask(request)
 
@@ -217,9 +218,7 @@ async def decisions(body: wire.DecisionsRequest, request: Request) -> dict[str, 
 
 # The run log is read with blocking I/O, so these two run in FastAPI's thread pool (plain ``def``).
 @api.get("/v1/runs", response_model=wire.RunList, tags=["runs"])
-def runs(
-    limit: int = Query(20, ge=1, le=1000), tool: str | None = None, status: str | None = None
-) -> dict[str, Any]:
+def runs(limit: int = Query(20, ge=1, le=1000), tool: str | None = None, status: str | None = None) -> dict[str, Any]:
     """Recent tool runs, newest first, with their status, models, tokens and cost."""
     runlog = current_runlog()
     if runlog is None:

@@ -37,7 +37,9 @@ class RankRequest(BaseModel):
     items: list[Any] = Field(description="The list to rank.")
     instructions: str = Field(description="The choice question.")
     state: Any = Field(description='The context the items are judged against, e.g. {"question": "..."}.')
-    describe: str | None = Field(None, description="Dot path into each item to show as its option, e.g. url or meta.date.")
+    describe: str | None = Field(
+        None, description="Dot path into each item to show as its option, e.g. url or meta.date."
+    )
     none: str | None = Field(None, description="Text of a 'nothing fits' option.")
     top_k: int | None = Field(None, description="Keep only the best k.")
     model: ModelName = None
@@ -209,9 +211,7 @@ DecisionQuestion = Annotated[
 
 
 class DecisionsRequest(BaseModel):
-    model: str = Field(
-        description="A model this server runs; any other name is answered by the server's own model."
-    )
+    model: str = Field(description="A model this server runs; any other name is answered by the server's own model.")
     input: str | list[InputMessage]
     questions: list[DecisionQuestion] = Field(min_length=1)
 
