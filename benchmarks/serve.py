@@ -1,7 +1,7 @@
 """Throughput and latency of ``decirank serve``'s /v1/rerank under a bounded local load.
 
-Starts ``decirank serve`` on a free loopback port (its user state in a
-temporary directory), sends a fixed number of rerank requests of 20 and of
+Starts ``decirank serve`` on a free loopback port (its user state, run log
+included, in a temporary directory; the decision cache off), sends a fixed number of rerank requests of 20 and of
 100 documents with a fixed number in flight, and reports requests per
 second and p50/p95 latency for each size; then stops the server.
 
@@ -122,7 +122,8 @@ def main() -> None:
     port = free_port()
     url = f"http://{HOST}:{port}"
     with tempfile.TemporaryDirectory(prefix="decirank-bench-") as home:
-        env = {**os.environ, "DECIRANK_HOME": home}
+        # The decision cache stays off: a repeated question would measure the cache, not the model.
+        env = {**os.environ, "DECIRANK_HOME": home, "DECIRANK_CACHE": "off"}
         command = [sys.executable, "-m", "decirank", "serve", "--port", str(port), "--model", args.model]
         server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
         try:

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+from decirank.stores.runlog import reset_runlog
 
 
 @pytest.fixture(autouse=True)
 def isolated_user_dir(tmp_path, monkeypatch):
     home = tmp_path / "decirank-home"
     monkeypatch.setenv("DECIRANK_HOME", str(home))
-    for variable in ("DECIRANK_CONFIG", "DECIRANK_RUNLOG", "DECIRANK_DATABASE_URL", "DECIRANK_ARTIFACTS", "DECIRANK_CACHE"):
+    for variable in (
+        "DECIRANK_CONFIG",
+        "DECIRANK_RUNLOG",
+        "DECIRANK_DATABASE_URL",
+        "DECIRANK_ARTIFACTS",
+        "DECIRANK_CACHE",
+        "DECIRANK_CACHE_DB",
+    ):
         monkeypatch.delenv(variable, raising=False)
-    return home
+    for variable in [name for name in os.environ if name.startswith("DECIRANK_ROLE_")]:
+        monkeypatch.delenv(variable)
+    yield home
+    reset_runlog()

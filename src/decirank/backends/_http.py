@@ -1,4 +1,4 @@
-"""What the HTTP backends share: one client, retries, typed errors, prices and declared limits.
+"""What the HTTP backends share: a base class, one client, retries, typed errors, prices and limits.
 
 Retries live here and nowhere else. A call is retried on 408, 429, 5xx and
 529, at most ``max_retries`` times (2 by default), after the delay the server
@@ -17,6 +17,7 @@ carrying the model name, the status, the request id and the body.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import email.utils
 import json
@@ -28,14 +29,16 @@ import tomllib
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import httpx
 
 from .. import __version__
 from .._paths import config_file
+from ..decisions.answers import DecisionResponse
 from ..decisions.limits import ModelLimits
+from ..decisions.questions import DecisionRequest
 from ..errors import (
     AuthenticationError,
     ConfigError,
@@ -50,10 +53,12 @@ from ..errors import (
     ServerError,
     TooLargeError,
 )
+from .base import Backend
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
+    "HttpBackend",
     "JsonApi",
     "Price",
     "configured_limits",
@@ -287,6 +292,70 @@ def find_api_key(provider: str, given: str | None, variable: str | None, *, requ
     return key
 
 
+class HttpBackend(Backend):
+    """A model answering over HTTP; subclasses write its wire format, class attributes its host.
+
+    The host's own endpoint needs its key when ``key_required``; a base URL of
+    one's own (a proxy, a test server, ``decirank serve``) never requires one.
+    """
+
+    #: Where the host listens unless ``base_url`` says otherwise, and the endpoint's path there.
+    default_base_url: ClassVar[str]
+    path: ClassVar[str]
+    #: Environment variable holding the key; None where the host takes none.
+    key_variable: ClassVar[str | None] = None
+    key_required: ClassVar[bool] = False
+    #: What the host declares; the config file's ``[limits."provider:model"]`` overrides it.
+    declared_limits: ClassVar[ModelLimits] = ModelLimits()
+    #: A model on one's own machine has no bill; a hosted one costs what the server reports
+    #: (``usage.cost``), else what the config file's price table says, else is unknown.
+    self_hosted: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+    ) -> None:
+        super().__init__(model)
+        api_key = find_api_key(
+            self.provider, api_key, self.key_variable, required=self.key_required and base_url is None
+        )
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self.api = JsonApi(
+            self.base_url,
+            model=self.name,
+            api_key=api_key,
+            key_variable=self.key_variable,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        self._limits = configured_limits(self.name, self.declared_limits)
+        self.price = configured_price(self.name, SELF_HOSTED_PRICE if self.self_hosted else None)
+
+    @property
+    def limits(self) -> ModelLimits:
+        return self._limits
+
+    @abc.abstractmethod
+    def request_body(self, request: DecisionRequest) -> Any:
+        """The JSON body that asks ``request``."""
+
+    @abc.abstractmethod
+    def read_reply(self, request: DecisionRequest, body: Any, request_id: str | None) -> DecisionResponse:
+        """The typed answers in a reply's body; :class:`InvalidAnswerError` when it is malformed."""
+
+    async def decide(self, request: DecisionRequest) -> DecisionResponse:
+        reply = await self.api.post(self.path, self.request_body(request))
+        return self.read_reply(request, reply.body, reply.request_id)
+
+    async def aclose(self) -> None:
+        await self.api.aclose()
+
+
 # --- prices and limits: built-in per model, overridden by the config file -----------------
 
 
@@ -300,6 +369,9 @@ class Price:
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
+
+
+SELF_HOSTED_PRICE = Price(input=0.0, output=0.0)
 
 
 def _config_table(section: str) -> dict[str, Any]:

@@ -35,16 +35,7 @@ from ..decisions.answers import Answer, ChoiceAnswer, DecisionResponse, Likeliho
 from ..decisions.limits import ModelLimits
 from ..decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
 from ..errors import InvalidAnswerError, InvalidInputError, RefusalError
-from ._http import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT,
-    JsonApi,
-    Price,
-    configured_limits,
-    configured_price,
-    find_api_key,
-)
-from .base import Backend
+from ._http import HttpBackend, Price
 
 __all__ = [
     "OpenAIDecisionsBackend",
@@ -57,8 +48,6 @@ __all__ = [
     "encode_usage",
 ]
 
-DEFAULT_BASE_URL = "https://api.openai.com"
-KEY_VARIABLE = "OPENAI_API_KEY"
 WIRE_TYPES = {"likelihood": "predicate", "choice": "choice", "score": "score"}
 
 
@@ -201,38 +190,16 @@ def decode_usage(wire: Any, price: Price | None) -> Usage:
     )
 
 
-class OpenAIDecisionsBackend(Backend):
+class OpenAIDecisionsBackend(HttpBackend):
     """OpenAI's Decisions API, or any server of its shape at ``base_url``."""
 
     provider = "openai"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-    ) -> None:
-        super().__init__(model)
-        api_key = find_api_key(self.provider, api_key, KEY_VARIABLE, required=base_url is None)
-        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.api = JsonApi(
-            self.base_url,
-            model=self.name,
-            api_key=api_key,
-            key_variable=KEY_VARIABLE,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
-        # The choice limit is the API's own (255); it declares no question or context limit we could rely on.
-        self._limits = configured_limits(self.name, ModelLimits(max_options=255, max_levels=10))
-        self.price = configured_price(self.name, None)
-
-    @property
-    def limits(self) -> ModelLimits:
-        return self._limits
+    default_base_url = "https://api.openai.com"
+    path = "/v1/decisions"
+    key_variable = "OPENAI_API_KEY"
+    key_required = True
+    # The API's own choice and level limits; it declares no question or context limit to rely on.
+    declared_limits = ModelLimits(max_options=255, max_levels=10)
 
     def request_body(self, request: DecisionRequest) -> dict[str, Any]:
         return {
@@ -265,10 +232,3 @@ class OpenAIDecisionsBackend(Backend):
                 )
             decoded[qid] = decode_answer(wire, request.questions[qid], f"{self.name}: answer {qid!r}{suffix}")
         return DecisionResponse(self.name, decoded, decode_usage(body.get("usage"), self.price), request_id)
-
-    async def decide(self, request: DecisionRequest) -> DecisionResponse:
-        reply = await self.api.post("/v1/decisions", self.request_body(request))
-        return self.read_reply(request, reply.body, reply.request_id)
-
-    async def aclose(self) -> None:
-        await self.api.aclose()

@@ -34,28 +34,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from ..decisions.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
 from ..decisions.limits import ModelLimits
 from ..decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
 from ..errors import InvalidAnswerError, InvalidInputError
-from ._http import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT,
-    JsonApi,
-    Price,
-    configured_limits,
-    configured_price,
-    find_api_key,
-)
-from .base import Backend
+from ._http import HttpBackend, Price
 
 __all__ = [
     "OllamaBackend",
     "OpenRouterBackend",
-    "Preset",
     "SystemOneBackend",
     "TypeSafeBackend",
     "VllmBackend",
@@ -201,63 +190,13 @@ def decode_usage(wire: Any, price: Price | None) -> Usage:
 # --- the backends ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Preset:
-    """Where a System One host listens and what it declares."""
-
-    base_url: str
-    #: Added to ``base_url``; empty where the base URL is the endpoint itself.
-    path: str = "/v1/systemone"
-    #: Environment variable holding the key; None where the host takes none.
-    key_variable: str | None = None
-    #: Whether the host's own endpoint needs a key; a base URL of one's own (a proxy, a test
-    #: server) may not, so it is never required there.
-    key_required: bool = False
-    limits: ModelLimits = field(default_factory=ModelLimits)
-    #: A model on one's own machine has no bill; a hosted model costs what the server reports
-    #: (``usage.cost``), else what the config file's price table says, else is unknown.
-    self_hosted: bool = False
-
-
-SELF_HOSTED_PRICE = Price(input=0.0, output=0.0)
-
-
-class SystemOneBackend(Backend):
+class SystemOneBackend(HttpBackend):
     """Any server of the System One format at ``base_url``."""
 
-    provider: ClassVar[str] = "systemone"
-    preset: ClassVar[Preset] = Preset(
-        base_url="http://127.0.0.1:8000", key_variable="SYSTEMONE_API_KEY", limits=ModelLimits(max_options=255)
-    )
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-    ) -> None:
-        super().__init__(model)
-        api_key = find_api_key(
-            self.provider, api_key, self.preset.key_variable, required=self.preset.key_required and base_url is None
-        )
-        self.base_url = (base_url or self.preset.base_url).rstrip("/")
-        self.api = JsonApi(
-            self.base_url,
-            model=self.name,
-            api_key=api_key,
-            key_variable=self.preset.key_variable,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
-        self._limits = configured_limits(self.name, self.preset.limits)
-        self.price = configured_price(self.name, SELF_HOSTED_PRICE if self.preset.self_hosted else None)
-
-    @property
-    def limits(self) -> ModelLimits:
-        return self._limits
+    provider = "systemone"
+    default_base_url = "http://127.0.0.1:8000"
+    path = "/v1/systemone"
+    key_variable = "SYSTEMONE_API_KEY"
 
     def request_body(self, request: DecisionRequest) -> dict[str, Any]:
         return {
@@ -278,42 +217,34 @@ class SystemOneBackend(Backend):
         }
         return DecisionResponse(self.name, decoded, decode_usage(body.get("usage"), self.price), request_id)
 
-    async def decide(self, request: DecisionRequest) -> DecisionResponse:
-        reply = await self.api.post(self.preset.path, self.request_body(request))
-        return self.read_reply(request, reply.body, reply.request_id)
-
-    async def aclose(self) -> None:
-        await self.api.aclose()
-
 
 class TypeSafeBackend(SystemOneBackend):
     provider = "typesafe"
-    # TypeSafe refuses a 256th option and an 11th level, so these limits are the host's own.
-    preset = Preset(
-        base_url="https://api.typesafe.ai",
-        key_variable="TYPESAFE_API_KEY",
-        key_required=True,
-        limits=ModelLimits(max_options=255, max_levels=10),
-    )
+    default_base_url = "https://api.typesafe.ai"
+    key_variable = "TYPESAFE_API_KEY"
+    key_required = True
+    # TypeSafe refuses a 256th option and an 11th level: these limits are the host's own.
+    declared_limits = ModelLimits(max_options=255, max_levels=10)
 
 
 class OpenRouterBackend(SystemOneBackend):
     provider = "openrouter"
     # The base URL is the endpoint itself; the body is System One's, and usage.cost is reported.
-    preset = Preset(
-        base_url="https://openrouter.ai/api/alpha/decisions",
-        path="",
-        key_variable="OPENROUTER_API_KEY",
-        key_required=True,
-        limits=ModelLimits(max_options=255),
-    )
+    default_base_url = "https://openrouter.ai/api/alpha/decisions"
+    path = ""
+    key_variable = "OPENROUTER_API_KEY"
+    key_required = True
 
 
 class OllamaBackend(SystemOneBackend):
     provider = "ollama"
-    preset = Preset(base_url="http://127.0.0.1:11434", self_hosted=True)
+    default_base_url = "http://127.0.0.1:11434"
+    key_variable = None
+    self_hosted = True
 
 
 class VllmBackend(SystemOneBackend):
     provider = "vllm"
-    preset = Preset(base_url="http://127.0.0.1:8000", key_variable="VLLM_API_KEY", self_hosted=True)
+    default_base_url = "http://127.0.0.1:8000"
+    key_variable = "VLLM_API_KEY"
+    self_hosted = True

@@ -9,8 +9,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-import click
-
 from ..errors import DecirankError
 from . import artifacts as _artifacts  # noqa: F401
 from . import eval as _eval  # noqa: F401  (each module adds its commands to the app)
@@ -30,21 +28,19 @@ EXIT_INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Standalone mode lets the command-line parser report usage errors itself (exit 2);
+    # only decirank's own errors are caught here and shortened to one line.
     try:
-        result = app(args=list(argv) if argv is not None else None, standalone_mode=False, prog_name="decirank")
-    except click.exceptions.UsageError as error:
-        error.show()
-        return EXIT_BAD_INPUT
-    except click.exceptions.ClickException as error:
-        error.show()
-        return error.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        error_console.print("interrupted")
-        return EXIT_INTERRUPTED
+        app(args=list(argv) if argv is not None else None, prog_name="decirank")
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else EXIT_BAD_INPUT)
     except DecirankError as error:
         error_console.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
-    return result if isinstance(result, int) else 0
+    except KeyboardInterrupt:
+        error_console.print("interrupted")
+        return EXIT_INTERRUPTED
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

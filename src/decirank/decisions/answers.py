@@ -113,7 +113,8 @@ class Usage:
             output_tokens=self.output_tokens + other.output_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
             cost=cost,
-            currency=self.currency,
+            # A sum that starts from no cost takes the currency of the first cost added.
+            currency=self.currency if self.cost is not None else other.currency,
             calls=self.calls + other.calls,
         )
 

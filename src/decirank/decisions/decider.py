@@ -149,15 +149,17 @@ async def _attempt(
         backend.limits.check(request, model=backend.name)
         with anyio.CancelScope(deadline=budget.deadline) as scope:
             response = await backend.decide(request)
-        if scope.cancelled_caught:
-            return ended("failed", error=budget.expired())
-        check_response(request, response)
+        if not scope.cancelled_caught:
+            check_response(request, response)
     except anyio.get_cancelled_exc_class():
         # The caller's cancel (the budget's is caught by the scope above): recorded, never failed over.
         ended("cancelled")
         raise
     except Exception as error:
         return ended("failed", response, error)
+    if scope.cancelled_caught:
+        return ended("failed", error=budget.expired())
+    assert response is not None
     if cache is not None:
         cache.put(request, response)
     return ended("success", response)

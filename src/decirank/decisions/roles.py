@@ -22,7 +22,16 @@ from .._config import Config, load_config
 from ..backends import get_provider, known_model_names, parse_model_name, providers, suggest
 from ..errors import ConfigError, UnknownModelError
 
-__all__ = ["DEFAULT_CHAIN", "DEFAULT_ROLE", "RoleChain", "provider_options", "resolve_chain", "role_names"]
+__all__ = [
+    "DEFAULT_CHAIN",
+    "DEFAULT_ROLE",
+    "MODEL_NAME_SOURCE",
+    "RoleChain",
+    "check_provider_sections",
+    "provider_options",
+    "resolve_chain",
+    "role_names",
+]
 
 DEFAULT_ROLE = "decider"
 DEFAULT_CHAIN = ("local",)

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -95,17 +95,28 @@ class Database(abc.ABC):
         with self._lock:
             return self._run(sql, params)
 
+    def _begin_write(self) -> None:
+        """Begin a transaction for ordinary writes; by default the same as an exclusive one."""
+        self._begin_exclusive()
+
     @contextlib.contextmanager
-    def exclusive_transaction(self) -> Iterator[Database]:
-        """Statements inside commit together, and no other writer (thread or process) interleaves."""
+    def _transaction(self, begin: Callable[[], None]) -> Iterator[Database]:
         with self._lock:
-            self._begin_exclusive()
+            begin()
             try:
                 yield self
             except BaseException:
                 self._run("ROLLBACK", ())
                 raise
             self._run("COMMIT", ())
+
+    def exclusive_transaction(self) -> contextlib.AbstractContextManager[Database]:
+        """Statements inside commit together, and no other writer (thread or process) interleaves."""
+        return self._transaction(self._begin_exclusive)
+
+    def transaction(self) -> contextlib.AbstractContextManager[Database]:
+        """Statements inside commit together."""
+        return self._transaction(self._begin_write)
 
     def close(self) -> None:
         with self._lock:
@@ -200,6 +211,9 @@ class PostgresDatabase(Database):
         # Held until the transaction ends; every decirank process takes the same one.
         self._run("SELECT pg_advisory_xact_lock(?)", (self._MIGRATION_LOCK,))
 
+    def _begin_write(self) -> None:
+        self._run("BEGIN", ())  # row locks are PostgreSQL's business: writers need not queue
+
     def table_exists(self, name: str) -> bool:
         rows = self.query(
             "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?",
@@ -292,7 +306,7 @@ class BatchWriter:
 
     def _write(self, statements: list[tuple[str, Sequence[Any]]]) -> None:
         try:
-            with self.database.exclusive_transaction():
+            with self.database.transaction():
                 # Runs of the same statement go as one executemany: the loop stays in C.
                 for sql, group in itertools.groupby(statements, key=lambda statement: statement[0]):
                     self.database.execute_many(sql, [params for _, params in group])

@@ -121,8 +121,12 @@ def timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")
 
 
+# One encoder for every row: json.dumps with options builds a new one per call.
+_encode_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
+    return None if value is None else _encode_json(value)
 
 
 def summarize(value: Any, *, max_text: int = 200, max_items: int = 5) -> Any:

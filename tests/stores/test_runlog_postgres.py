@@ -1,0 +1,147 @@
+"""The run log on a real PostgreSQL server, chosen by DECIRANK_DATABASE_URL.
+
+The server is ``DECIRANK_TEST_POSTGRES_URL`` when set (a URL whose user may
+create databases); otherwise a throwaway cluster is started from the
+installed PostgreSQL binaries (Debian: ``apt-get install postgresql``). The
+tests are skipped, saying why, when neither is possible.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+import decirank
+from decirank.stores._migrations import migrate
+from decirank.stores.runlog import MIGRATIONS, RunLog, current_runlog
+from decirank.testing import ScriptedBackend, use_backend
+
+psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+
+
+def _postgres_binary(name: str) -> str | None:
+    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return shutil.which(name) or (candidates[-1] if candidates else None)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """An admin URL of a running server."""
+    given = os.environ.get("DECIRANK_TEST_POSTGRES_URL")
+    if given:
+        yield given
+        return
+    initdb, pg_ctl = _postgres_binary("initdb"), _postgres_binary("pg_ctl")
+    if not initdb or not pg_ctl:
+        pytest.skip("no PostgreSQL server: install one (apt-get install postgresql) or set DECIRANK_TEST_POSTGRES_URL")
+    run_as: list[str] = []
+    workdir = tempfile.mkdtemp(prefix="decirank-pg-")
+    if os.geteuid() == 0:
+        # PostgreSQL refuses to run as root; its own user runs it, in a directory it owns.
+        try:
+            account = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and there is no 'postgres' user to run the server")
+        os.chown(workdir, account.pw_uid, account.pw_gid)
+        run_as = ["runuser", "-u", "postgres", "--"]
+    data, port = os.path.join(workdir, "data"), _free_port()
+    subprocess.run(
+        [*run_as, initdb, "-D", data, "-A", "trust", "-U", "decirank", "--no-sync"], check=True, capture_output=True
+    )
+    options = f"-p {port} -k {workdir} -c listen_addresses=127.0.0.1 -c fsync=off"
+    subprocess.run(
+        [*run_as, pg_ctl, "-D", data, "-o", options, "-l", os.path.join(workdir, "log"), "-w", "start"],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield f"postgresql://decirank@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*run_as, pg_ctl, "-D", data, "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def database_url(postgres_server, monkeypatch) -> str:
+    """A new, empty database for one test, set as DECIRANK_DATABASE_URL."""
+    name = f"decirank_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    url = urlunsplit(urlsplit(postgres_server)._replace(path=f"/{name}"))
+    monkeypatch.setenv("DECIRANK_DATABASE_URL", url)
+    return url
+
+
+def test_migrations_are_recorded_once_on_postgres(database_url):
+    RunLog.open(database_url).close()
+    runlog = RunLog.open(database_url)
+    assert [row["name"] for row in runlog.database.query("SELECT name FROM _migrations")] == [
+        migration.name for migration in MIGRATIONS
+    ]
+    assert migrate(runlog.database, MIGRATIONS) == []
+
+
+def test_tool_and_model_runs_are_written_to_postgres(database_url, isolated_user_dir):
+    result = decirank.rank(["a cat", "a car"], "Which one purrs?", {"topic": "pets"}, model="lexical")
+    with use_backend(ScriptedBackend(error=decirank.ModelError("down"))) as model, pytest.raises(decirank.ModelError):
+        decirank.rerank("q", ["a"], model=model)
+    runlog = current_runlog()
+    assert runlog.location == database_url
+    run = runlog.run(result.run_id[:12])
+    assert run["status"] == "success" and run["inputs"]["items"] == ["a cat", "a car"]
+    (child,) = run["children"]
+    assert child["request"]["state"] == {"topic": "pets"} and child["model"] == "lexical:bm25"
+    assert [(r["tool"], r["status"], r["error_type"]) for r in runlog.runs()] == [
+        ("rerank", "failed", "ModelError"),
+        ("rank", "success", None),
+    ]
+    stats = runlog.stats()
+    assert stats["runs"] == 2
+    assert {row["model"]: (row["calls"], row["failed"]) for row in stats["models"]} == {
+        "lexical:bm25": (1, 0),
+        model: (1, 1),
+    }
+    assert not (isolated_user_dir / "runs.db").exists(), "nothing went to SQLite"
+
+
+def test_concurrent_threads_leave_every_row_on_postgres(database_url):
+    def caller(thread: int) -> None:
+        for n in range(50):
+            decirank.rank(["a", "b", "c"], "Which?", {"thread": thread, "n": n}, model="lexical")
+
+    threads = [threading.Thread(target=caller, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    runlog = current_runlog()
+    assert (runlog.count(kind="tool"), runlog.count(kind="model")) == (400, 400)
+    assert {run["status"] for run in runlog.runs(limit=None)} == {"success"}
+
+
+def test_the_runs_command_reads_postgres(database_url):
+    decirank.rank(["a", "b"], "Which?", {}, model="lexical")
+    current_runlog().flush()
+    listed = subprocess.run(
+        [sys.executable, "-m", "decirank", "runs", "list", "--json"], capture_output=True, text=True, check=True
+    )
+    assert [run["tool"] for run in json.loads(listed.stdout)] == ["rank"]
