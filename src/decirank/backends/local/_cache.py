@@ -1,0 +1,58 @@
+"""A bounded, thread-safe LRU of encoder outputs keyed by a digest of the text."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+__all__ = ["VectorCache", "text_key"]
+
+
+def text_key(kind: str, text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16, person=kind.encode()[:16]).digest()
+
+
+class VectorCache:
+    """Least recently used entries go first once the arrays held pass ``max_bytes``."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[bytes, Any] = OrderedDict()
+        self._sizes: dict[bytes, int] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _size(value: Any) -> int:
+        if isinstance(value, np.ndarray):
+            return value.nbytes
+        return sum(part.nbytes for part in value)
+
+    def get(self, key: bytes) -> Any | None:
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: bytes, value: Any) -> None:
+        size = self._size(value)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            if key in self._entries:
+                self._bytes -= self._sizes[key]
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            self._sizes[key] = size
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                old, _ = self._entries.popitem(last=False)
+                self._bytes -= self._sizes.pop(old)
+
+    def __len__(self) -> int:
+        return len(self._entries)

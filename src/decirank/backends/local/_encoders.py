@@ -1,0 +1,248 @@
+"""The two encoders of the embedded model, run with onnxruntime on graphs built here.
+
+- :class:`DenseEncoder`: all-MiniLM-L6-v2 (int8), mean-pooled, unit-length vectors.
+- :class:`SparseEncoder`: SPLADE-tiny. A text's term weight for vocabulary entry
+  ``t`` is ``max over tokens of log(1 + relu(h . E[t] + b[t]))``. Computing all
+  30522 entries is what makes SPLADE slow, and a dot product only needs the
+  entries where the other side is nonzero, so a text is kept as its token
+  states ``h`` and weighed at the columns a query asks for.
+
+Every text runs through the graph on its own: a batch would pad texts to one
+length and quantize their activations together, so a text's vector would
+depend on its neighbours. Alone, it is a function of the text, and two texts
+run at once on two threads cost about what a padded batch costs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import onnxruntime as ort
+
+from ._assets import Assets
+from ._onnx import Graph, read_initializers
+
+__all__ = ["DenseEncoder", "SparseEncoder", "read_safetensors"]
+
+_SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+
+
+def read_safetensors(path) -> dict[str, np.ndarray]:
+    """A safetensors file: an 8-byte header length, a JSON header, then the raw tensors."""
+    data = np.fromfile(path, dtype=np.uint8)
+    header_length = int(data[:8].view("<u8")[0])
+    header = json.loads(data[8 : 8 + header_length].tobytes())
+    body = data[8 + header_length :]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        start, end = info["data_offsets"]
+        tensors[name] = body[start:end].view(_SAFETENSORS_DTYPES[info["dtype"]]).reshape(info["shape"])
+    return tensors
+
+
+def _session(model: bytes) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    # One thread per run: texts run side by side on the caller's worker threads instead.
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+class _BertGraph:
+    """A BERT encoder graph; linear layers are float, or int8 with one scale per output column."""
+
+    def __init__(self, heads: int):
+        self.graph = Graph()
+        self.heads = heads
+        self.ids = self.graph.input("input_ids", np.int64, [1, "length"])
+        self.positions = self.graph.input("position_ids", np.int64, [1, "length"])
+
+    def linear(self, x: str, weight: np.ndarray, bias: np.ndarray, scale: np.ndarray | None = None) -> str:
+        g = self.graph
+        if scale is None:
+            return g.node("Add", [g.node("MatMul", [x, g.constant(weight)]), g.constant(bias)])
+        return g.node(
+            "DynamicQuantizeMatMul",
+            [x, g.constant(weight), g.constant(scale.reshape(-1)), "", g.constant(bias)],
+            domain="com.microsoft",
+        )
+
+    def norm(self, x: str, gamma: np.ndarray, beta: np.ndarray, skip: str | None = None) -> str:
+        g = self.graph
+        if skip is None:
+            return g.node("LayerNormalization", [x, g.constant(gamma), g.constant(beta)], epsilon=1e-12, axis=-1)
+        return g.node("SkipLayerNormalization", [x, skip, g.constant(gamma), g.constant(beta)],
+                      domain="com.microsoft", epsilon=1e-12)
+
+    def embed(self, word: str, positions: np.ndarray, token_type: np.ndarray, gamma, beta) -> str:
+        g = self.graph
+        x = g.node("Add", [word, g.node("Gather", [g.constant(positions), self.positions])])
+        return self.norm(g.node("Add", [x, g.constant(token_type)]), gamma, beta)
+
+    def layer(self, x: str, w: dict[str, np.ndarray], prefix: str, quantized: bool) -> str:
+        """One transformer layer; ``w`` holds ``{prefix}{qkv,o,i,out}.{w,s,b}`` and norms."""
+        g, p = self.graph, prefix
+
+        def dense(src: str, name: str) -> str:
+            return self.linear(src, w[f"{p}{name}.w"], w[f"{p}{name}.b"], w[f"{p}{name}.s"] if quantized else None)
+
+        hidden = w[f"{p}o.b"].shape[0]
+        q, k, v = g.node("Split", [dense(x, "qkv"), g.constant(np.array([hidden] * 3, np.int64))], 3, axis=2)
+        context = g.node("MultiHeadAttention", [q, k, v], domain="com.microsoft", num_heads=self.heads)
+        x = self.norm(dense(context, "o"), w[f"{p}norm1.g"], w[f"{p}norm1.b"], skip=x)
+        inner = g.node("Gelu", [dense(x, "i")], domain="com.microsoft")
+        return self.norm(dense(inner, "out"), w[f"{p}norm2.g"], w[f"{p}norm2.b"], skip=x)
+
+
+class _Encoder:
+    """Runs one text at a time through a session, several texts at once on a thread pool."""
+
+    def __init__(self, session: ort.InferenceSession, max_tokens: int, pool: ThreadPoolExecutor):
+        self.session = session
+        self.max_tokens = max_tokens
+        self.pool = pool
+
+    def truncate(self, ids: Sequence[int]) -> list[int]:
+        if len(ids) <= self.max_tokens:
+            return list(ids)
+        return [*ids[: self.max_tokens - 1], ids[-1]]  # keep the closing [SEP]
+
+    def hidden(self, ids: Sequence[int]) -> np.ndarray:
+        ids = np.asarray([self.truncate(ids)], np.int64)
+        positions = np.arange(ids.shape[1], dtype=np.int64)[None]
+        return self.session.run(None, {"input_ids": ids, "position_ids": positions})[0][0]
+
+    def map(self, function: Callable[[Sequence[int]], np.ndarray], token_ids: Sequence[Sequence[int]],
+            cancelled: threading.Event | None = None) -> list[np.ndarray]:
+        """``function`` of each text, longest first so the threads finish together."""
+        order = sorted(range(len(token_ids)), key=lambda i: -len(token_ids[i]))
+
+        def run(i: int) -> np.ndarray:
+            if cancelled is not None and cancelled.is_set():
+                raise _Cancelled
+            return function(token_ids[i])
+
+        results = list(self.pool.map(run, order))
+        out: list[np.ndarray] = [None] * len(token_ids)  # type: ignore[list-item]
+        for i, result in zip(order, results, strict=True):
+            out[i] = result
+        return out
+
+
+class _Cancelled(Exception):
+    """The caller went away; the remaining texts are not worth running."""
+
+
+class DenseEncoder(_Encoder):
+    """all-MiniLM-L6-v2: unit vectors whose dot product is the cosine similarity."""
+
+    dim = 384
+
+    def __init__(self, assets: Assets, pool: ThreadPoolExecutor, max_tokens: int):
+        super().__init__(_session(self._build(read_initializers(str(assets.minilm_onnx)))), max_tokens, pool)
+
+    @staticmethod
+    def _build(src: dict[str, np.ndarray]) -> bytes:
+        # The exporter named biases and norms but not the int8 matrices; those come in
+        # graph order, six per layer: query, key, value, attention output, intermediate, output.
+        matrices = sorted((k for k in src if k.startswith("val_") and k.endswith("_q")), key=lambda k: int(k[4:-2]))
+        layers = len(matrices) // 6
+        w: dict[str, np.ndarray] = {}
+        for i in range(layers):
+            q, k, v, o, inner, out = matrices[6 * i : 6 * i + 6]
+            src_prefix, p = f"inner.encoder.layer.{i}.", f"l{i}."
+
+            def scale(name: str) -> np.ndarray:
+                return src[name[:-2] + "_scale"].reshape(-1)
+
+            w[p + "qkv.w"] = np.concatenate([src[q], src[k], src[v]], axis=1)
+            w[p + "qkv.s"] = np.concatenate([scale(q), scale(k), scale(v)])
+            w[p + "qkv.b"] = np.concatenate([src[f"{src_prefix}attention.self.{n}.bias"] for n in ("query", "key", "value")])
+            for name, matrix, bias in (("o", o, "attention.output.dense"), ("i", inner, "intermediate.dense"), ("out", out, "output.dense")):
+                w[f"{p}{name}.w"], w[f"{p}{name}.s"], w[f"{p}{name}.b"] = src[matrix], scale(matrix), src[src_prefix + bias + ".bias"]
+            for norm, name in (("norm1", "attention.output.LayerNorm"), ("norm2", "output.LayerNorm")):
+                w[f"{p}{norm}.g"], w[f"{p}{norm}.b"] = src[f"{src_prefix}{name}.weight"], src[f"{src_prefix}{name}.bias"]
+        bert = _BertGraph(heads=12)
+        g = bert.graph
+        emb = "inner.embeddings."
+        # Word embeddings stay int8 (one scale per row) and are widened only for the tokens used.
+        word = g.node("Mul", [
+            g.node("Cast", [g.node("Gather", [g.constant(src[emb + "word_embeddings.weight_q"]), bert.ids])], to=1),
+            g.node("Gather", [g.constant(src[emb + "word_embeddings.weight_scale"]), bert.ids]),
+        ])
+        positions = src[emb + "position_embeddings.weight_q"].astype(np.float32) * src[emb + "position_embeddings.weight_scale"]
+        x = bert.embed(word, positions, src[emb + "token_type_embeddings.weight"][0],
+                       src[emb + "LayerNorm.weight"], src[emb + "LayerNorm.bias"])
+        for i in range(layers):
+            x = bert.layer(x, w, f"l{i}.", quantized=True)
+        return g.to_bytes(x)
+
+    def vector(self, ids: Sequence[int]) -> np.ndarray:
+        mean = self.hidden(ids).mean(axis=0)
+        return mean / np.linalg.norm(mean)
+
+    def vectors(self, token_ids: Sequence[Sequence[int]], cancelled: threading.Event | None = None) -> list[np.ndarray]:
+        return self.map(self.vector, token_ids, cancelled)
+
+
+class SparseEncoder(_Encoder):
+    """SPLADE-tiny: token states (after the MLM transform) and term weights read from them."""
+
+    width = 128
+
+    def __init__(self, assets: Assets, pool: ThreadPoolExecutor, max_tokens: int):
+        src = read_safetensors(assets.splade_safetensors)
+        # The decoder is tied to the word embeddings: logits = h @ E.T + bias.
+        self.vocabulary = np.ascontiguousarray(src["bert.embeddings.word_embeddings.weight"])
+        self.vocabulary_bias = np.ascontiguousarray(src["cls.predictions.bias"])
+        super().__init__(_session(self._build(src)), max_tokens, pool)
+
+    @staticmethod
+    def _build(src: dict[str, np.ndarray]) -> bytes:
+        layers = 1 + max(int(k.split(".")[3]) for k in src if k.startswith("bert.encoder.layer."))
+        w: dict[str, np.ndarray] = {}
+        for i in range(layers):
+            s, p = f"bert.encoder.layer.{i}.", f"l{i}."
+            # torch Linear stores (out, in); MatMul wants (in, out).
+            w[p + "qkv.w"] = np.concatenate([src[f"{s}attention.self.{n}.weight"].T for n in ("query", "key", "value")], axis=1)
+            w[p + "qkv.b"] = np.concatenate([src[f"{s}attention.self.{n}.bias"] for n in ("query", "key", "value")])
+            for name, tensor in (("o", "attention.output.dense"), ("i", "intermediate.dense"), ("out", "output.dense")):
+                w[f"{p}{name}.w"], w[f"{p}{name}.b"] = src[s + tensor + ".weight"].T, src[s + tensor + ".bias"]
+            for norm, name in (("norm1", "attention.output.LayerNorm"), ("norm2", "output.LayerNorm")):
+                w[f"{p}{norm}.g"], w[f"{p}{norm}.b"] = src[f"{s}{name}.gamma"], src[f"{s}{name}.beta"]
+        bert = _BertGraph(heads=2)
+        g = bert.graph
+        word = g.node("Gather", [g.constant(src["bert.embeddings.word_embeddings.weight"]), bert.ids])
+        x = bert.embed(word, src["bert.embeddings.position_embeddings.weight"],
+                       src["bert.embeddings.token_type_embeddings.weight"][0],
+                       src["bert.embeddings.LayerNorm.gamma"], src["bert.embeddings.LayerNorm.beta"])
+        for i in range(layers):
+            x = bert.layer(x, w, f"l{i}.", quantized=False)
+        t = "cls.predictions.transform."
+        x = g.node("Gelu", [bert.linear(x, src[t + "dense.weight"].T, src[t + "dense.bias"])], domain="com.microsoft")
+        x = bert.norm(x, src[t + "LayerNorm.gamma"], src[t + "LayerNorm.beta"])
+        return g.to_bytes(x)
+
+    def states(self, token_ids: Sequence[Sequence[int]], cancelled: threading.Event | None = None) -> list[np.ndarray]:
+        return self.map(self.hidden, token_ids, cancelled)
+
+    def expand(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The full term vector of one text, as (vocabulary columns, weights) of its nonzero entries."""
+        weights = self.weights_at([states], np.arange(len(self.vocabulary)))[0]
+        columns = np.flatnonzero(weights)
+        return columns, weights[columns]
+
+    def weights_at(self, states: Sequence[np.ndarray], columns: np.ndarray) -> np.ndarray:
+        """(texts, columns) term weights of many texts at a few vocabulary columns, in one product."""
+        lengths = [len(s) for s in states]
+        logits = np.concatenate(states) @ self.vocabulary[columns].T + self.vocabulary_bias[columns]
+        # log1p(relu(.)) rises monotonically, so the max over tokens may be taken first.
+        peaks = np.maximum.reduceat(logits, np.cumsum([0, *lengths[:-1]]), axis=0)
+        return np.log1p(np.maximum(peaks, 0.0))

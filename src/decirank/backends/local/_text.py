@@ -1,0 +1,47 @@
+"""Turning a request's state and questions into the texts the encoders read."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["render_state", "split_frame"]
+
+# A short leading clause ending in ": " is a frame ("This note bears on the request: ",
+# "How well does the artifact meet this criterion: "); what follows is the subject.
+_FRAME = re.compile(r"^\s*(?P<frame>[^:\n]{1,80}?):\s+(?P<subject>\S.*)$", re.DOTALL)
+_FRAME_MAX_WORDS = 12
+
+
+def split_frame(text: str) -> tuple[str, str]:
+    """``(frame, subject)`` of a question's text; the frame is empty when there is none.
+
+    A bi-encoder compares meanings, it does not follow instructions: the same
+    frame glued to every document pulls all their vectors toward the frame and
+    blurs the differences that matter. Only the subject is compared, and the
+    split looks at one question at a time, so a question's answer never
+    depends on what else its call carries.
+    """
+    match = _FRAME.match(text)
+    if match is None or len(match["frame"].split()) > _FRAME_MAX_WORDS:
+        return "", text.strip()
+    return match["frame"].strip(), match["subject"].strip()
+
+
+def render_state(state: Any) -> str:
+    """The words of a state: strings as they are, containers as their values, one per line.
+
+    Keys label values ("question", "context"); as words they would only add noise.
+    """
+    if state is None or isinstance(state, bool):
+        return ""
+    if isinstance(state, str):
+        return state
+    if isinstance(state, dict):
+        return "\n".join(filter(None, (render_state(value) for value in state.values())))
+    if isinstance(state, list | tuple):
+        return "\n".join(filter(None, (render_state(value) for value in state)))
+    if isinstance(state, int | float):
+        return str(state)
+    return json.dumps(state, sort_keys=True, default=str)
