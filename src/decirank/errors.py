@@ -9,7 +9,7 @@ with ``raise ... from``, so callers only ever catch these::
     ├── ConfigError                           configuration that cannot work
     │   ├── UnknownModelError                 a provider, model or role nobody registered
     │   ├── MissingKeyError                   an API key variable is not set
-    │   └── MissingAssetError                 an embedded model's package is not installed
+    │   └── MissingAssetError                 an optional part is not installed: model weights or an extra
     ├── DecisionError                         a decision could not be had; no score is ever invented
     │   ├── ModelError                        one model call failed (carries provider, model, status, request id)
     │   │   ├── AuthenticationError           401/403: every model of that provider is skipped
@@ -116,7 +116,7 @@ class MissingKeyError(ConfigError):
 
 
 class MissingAssetError(ConfigError):
-    """An embedded model's weights are not installed."""
+    """An optional part is not installed: an embedded model's weights, or an extra such as ``server``."""
 
     def __init__(self, what: str, fix: str):
         self.fix = fix
@@ -132,6 +132,9 @@ class ModelError(DecisionError):
 
     #: Whether the failover policy may try this call again on some model.
     retriable = True
+    #: How often the backend's own transport already retried the call (HTTP retries 429s
+    #: itself), so failover does not retry the same model a second time over.
+    transport_retries = 0
 
     def __init__(
         self,

@@ -238,6 +238,14 @@ def test_rate_limits_are_retried_twice_by_default_then_raised(scripted):
     assert len(seen) == 3
 
 
+def test_a_tool_call_retries_a_rate_limit_in_one_place_only(scripted):
+    """The transport's retries are all a 429 gets: failover does not ask the same model again."""
+    url = scripted.script("limited-tool", Reply(429, {}, {"retry-after-ms": "10"}))
+    with pytest.raises(RateLimitError):
+        decirank.rerank("fleas", ["a flea"], model="systemone:m", base_url=url, timeout=5)
+    assert len(scripted.requests_to("limited-tool")) == 3
+
+
 def test_the_number_of_retries_can_be_set(scripted):
     error, seen = failure(scripted, "always503", Reply(503, {"error": "down"}), max_retries=0)
     assert isinstance(error, ServerError) and error.status == 503

@@ -27,10 +27,12 @@ ITEMS = [
 ]
 
 
-def with_stdio_client(scenario: Callable[[Client], Awaitable[Any]]) -> Any:
+def with_stdio_client(scenario: Callable[[Client], Awaitable[Any]], *server_args: str) -> Any:
     """Spawn ``python -m decirank mcp`` as the server and run ``scenario`` against it."""
     # The SDK passes a minimal environment by default; the server must see this test's user dir.
-    server = StdioServerParameters(command=sys.executable, args=["-m", "decirank", "mcp"], env=dict(os.environ))
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "decirank", "mcp", *server_args], env=dict(os.environ)
+    )
 
     async def main() -> Any:
         async with Client(server, read_timeout_seconds=60) as client:
@@ -128,6 +130,23 @@ def test_score_list_ranks_stored_artifacts_and_stamps_them(isolated_user_dir):
     verdicts = {entry["ref"]: entry["verdict"] for entry in data["ranked"]}
     assert verdicts == {"run1/good": "VALID", "run1/bad": "INVALID", "run1/missing": "UNKNOWN"}
     assert {stamp.ref for stamp in store.stamps(run_id=data["run_id"])} == {"run1/good", "run1/bad", "run1/missing"}
+
+
+def test_exec_evaluators_run_only_when_the_operator_allows_them(isolated_user_dir, tmp_path):
+    """An exec: evaluator is shell access: refused by default, run with --allow-exec."""
+    decirank.ArtifactStore().put("run1/good", '{"ok": true}')
+    marker = tmp_path / "ran"
+    arguments = {"refs": ["run1/good"], "evaluator": f"exec:touch {marker} && python -m json.tool {{artifact}}"}
+
+    async def scenario(client: Client):
+        return await client.call_tool("builtin__score_list", arguments)
+
+    refused = with_stdio_client(scenario)
+    assert refused.is_error and "exec" in refused.content[0].text
+    assert not marker.exists()
+    allowed = with_stdio_client(scenario, "--allow-exec")
+    assert not allowed.is_error, allowed.content
+    assert allowed.structured_content["ranked"][0]["verdict"] == "VALID" and marker.exists()
 
 
 def test_bad_input_is_an_error_result_naming_the_field_and_the_server_keeps_serving():

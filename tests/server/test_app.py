@@ -228,6 +228,33 @@ def test_a_body_over_the_limit_is_a_413_declared_or_streamed(client):
     assert response.json()["error"]["type"] == "TooLargeError"
 
 
+def test_score_list_ranks_artifacts_of_the_servers_store(client):
+    """/v1/score_list resolves refs server-side and refuses exec: evaluators unless allowed."""
+    from decirank import ArtifactStore
+
+    with ArtifactStore() as store:
+        store.put("run9/good", '{"ok": true}')
+        store.put("run9/bad", "{nope")
+    body = {"refs": ["run9/bad", "run9/good"], "evaluator": "validate:json", "top_k": 1}
+    data = client.post("/v1/score_list", json=body).json()
+    assert data["winners"] == ["run9/good"]
+    assert [entry["verdict"] for entry in data["ranked"]] == ["VALID", "INVALID"]
+    refused = client.post("/v1/score_list", json={**body, "evaluator": "exec:true"})
+    assert refused.status_code == 422
+    assert refused.json()["error"]["field"] == "evaluator"
+
+
+def test_an_operator_may_allow_exec_evaluators():
+    from decirank import ArtifactStore
+
+    with ArtifactStore() as store:
+        store.put("run9/good", '{"ok": true}')
+    with ThreadedServer(create_app("lexical", allow_exec=True)) as url:
+        body = {"refs": ["run9/good"], "evaluator": "exec:python -m json.tool {artifact}"}
+        data = httpx.post(f"{url}/v1/score_list", json=body, timeout=30).json()
+    assert data["ranked"][0]["verdict"] == "VALID"
+
+
 # --- keys, and decisions that could not be had --------------------------------------------------
 
 

@@ -248,6 +248,7 @@ class JsonApi:
             if response.is_success:
                 return self._reply(response)
             error = error_from_response(response, model=self.model, key_variable=self.key_variable)
+            error.transport_retries = attempt
             if attempt >= self.max_retries or not is_retriable_status(response.status_code):
                 raise error
             delay = retry_delay(attempt, retry_after_seconds(response.headers))

@@ -44,9 +44,13 @@ def serve(
     timeout: Annotated[
         float | None, typer.Option("--timeout", help="Seconds a request may take when it names no budget (default 30).")
     ] = None,
+    allow_exec: Annotated[
+        bool,
+        typer.Option("--allow-exec", help="Let /v1/score_list run exec: evaluators, i.e. clients' shell commands."),
+    ] = False,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")] = "warning",
 ) -> None:
-    """Serve the tools (/v1/rank, /v1/rerank, /v1/filter) and the models (/v1/systemone, /v1/decisions)."""
+    """Serve the tools (/v1/rank, /v1/rerank, /v1/filter, /v1/score_list) and the models (/v1/systemone, /v1/decisions)."""
     try:
         import uvicorn
 
@@ -57,7 +61,7 @@ def serve(
     limits = {
         name: value for name, value in (("max_body_bytes", max_body_bytes), ("timeout", timeout)) if value is not None
     }
-    application = create_app(model, api_key=api_key, **limits)
+    application = create_app(model, api_key=api_key, allow_exec=allow_exec, **limits)
     if not _is_loopback(host) and api_key is None:
         error_console.print(f"warning: serving on {host} without --api-key: anyone who can reach it may use it")
     error_console.print(f"decirank serve: http://{host}:{port} (model {model}, docs at /docs)")

@@ -9,7 +9,9 @@ the model raised                            what happens next
 ==========================================  ==========================================
 RateLimitError (429)                        the same model again after ``retry_after``,
                                             at most ``MAX_RATE_LIMIT_RETRIES`` times and
-                                            never past the budget; then the next model
+                                            never past the budget, unless the backend's
+                                            transport already retried it; then the
+                                            next model
 ServerError, OverloadedError,               the next model
 ModelConnectionError, ModelTimeoutError,
 RefusalError, InvalidAnswerError
@@ -113,7 +115,9 @@ class Failover:
         ):
             raise error
         failed = self._remaining[0]
-        if isinstance(error, RateLimitError) and self._retries < self._max_retries:
+        # Retries live in one place: HTTP backends retry a 429 in their transport, and
+        # one that still fails there moves on rather than being retried again here.
+        if isinstance(error, RateLimitError) and not error.transport_retries and self._retries < self._max_retries:
             wait = error.retry_after if error.retry_after is not None else DEFAULT_RETRY_WAIT * 2**self._retries
             if wait <= min(self._max_wait, remaining_budget):
                 self._retries += 1

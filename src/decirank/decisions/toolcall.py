@@ -72,13 +72,15 @@ class ToolCall:
     """Use as ``async with ToolCall("rank", model=...) as call: await call.ask(request)``.
 
     ``inputs`` are the tool's arguments, kept (shortened) in the run log.
+    ``model=None`` is a tool call that asks no model (score_list with an
+    ``exec:`` evaluator): it is still a run, and resolves no model.
     """
 
     def __init__(
         self,
         tool: str,
         *,
-        model: str = DEFAULT_ROLE,
+        model: str | None = DEFAULT_ROLE,
         timeout: float | None = None,
         backend_options: dict[str, Any] | None = None,
         inputs: Mapping[str, Any] | None = None,
@@ -108,19 +110,20 @@ class ToolCall:
             self._runlog.start_run(
                 self.run_id,
                 tool=self.tool,
-                role=str(self.model),
+                role=self.model,
                 inputs=summarize(self._inputs),
                 started=self._started,
                 parent_id=current_parent_run(),
             )
         try:
             # Resolving first means an unknown model fails before any work is done.
-            self.decider = Decider.resolve(self.model, **self._backend_options)
+            if self.model is not None:
+                self.decider = Decider.resolve(self.model, **self._backend_options)
             self._cache = current_cache()
         except BaseException as error:
             self._close_run("failed", error)
             raise
-        self._budget = Budget.start(self.timeout, what=f"{self.tool} with {self.model}")
+        self._budget = Budget.start(self.timeout, what=f"{self.tool} with {self.model or 'no model'}")
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, error: BaseException | None, _: object) -> None:
@@ -148,7 +151,7 @@ class ToolCall:
     @property
     def answered_by(self) -> str:
         """The models that answered, in first-answer order (several after a failover)."""
-        return ", ".join(self._answered_by) or (self.decider.model_names[0] if self.decider else self.model)
+        return ", ".join(self._answered_by) or (self.decider.model_names[0] if self.decider else self.model or "")
 
     def record_outputs(self, outputs: Any) -> None:
         """What the tool returns, kept (shortened) in the run log."""

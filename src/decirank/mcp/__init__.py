@@ -4,8 +4,7 @@
     decirank mcp --transport http --port 8765     # streamable HTTP at http://127.0.0.1:8765/mcp
 
 It serves the tools of :mod:`decirank.tools.registry` (``builtin__rank``,
-``builtin__rerank``, ``builtin__filter`` and, where installed,
-``builtin__score_list``) with their input and output schemas. A tool's typed
+``builtin__rerank``, ``builtin__filter`` and ``builtin__score_list``) with their input and output schemas. A tool's typed
 error comes back as an error result carrying its message, never as a crash.
 
 The official ``mcp`` SDK is an optional dependency (``pip install
@@ -37,19 +36,25 @@ def _require_sdk() -> None:
         raise MissingAssetError("the MCP SDK (package mcp)", "pip install 'decirank[mcp]'")
 
 
-def build_server() -> Server:
-    """A low-level MCP ``Server`` serving decirank's tools, ready for any transport."""
+def build_server(*, allow_exec: bool = False) -> Server:
+    """A low-level MCP ``Server`` serving decirank's tools, ready for any transport.
+
+    score_list's ``exec:`` evaluators run the caller's shell commands, so they
+    are refused unless ``allow_exec`` is set.
+    """
     _require_sdk()
     from .server import build_server as build
 
-    return build()
+    return build(allow_exec=allow_exec)
 
 
-def serve(transport: Transport = "stdio", *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+def serve(
+    transport: Transport = "stdio", *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, allow_exec: bool = False
+) -> None:
     """Serve until the client disconnects (stdio) or the process is stopped (http)."""
     if transport not in ("stdio", "http"):
         raise InvalidInputError("transport", "stdio or http", got=transport)
     _require_sdk()
     from .server import serve as run
 
-    run(transport, host=host, port=port)
+    run(transport, host=host, port=port, allow_exec=allow_exec)

@@ -67,12 +67,15 @@ async def _list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> 
     return types.ListToolsResult(tools=[mcp_tool(spec) for spec in tool_specs()])
 
 
-async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-    try:
-        output = await call_tool(params.name, params.arguments or {}, name_field="name")
-    except DecirankError as error:
-        return error_result(error)
-    return success_result(output)
+def _tool_caller(allow_exec: bool):
+    async def call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            output = await call_tool(params.name, params.arguments or {}, name_field="name", allow_exec=allow_exec)
+        except DecirankError as error:
+            return error_result(error)
+        return success_result(output)
+
+    return call
 
 
 def _input_schema(name: str) -> dict[str, Any] | None:
@@ -82,7 +85,8 @@ def _input_schema(name: str) -> dict[str, Any] | None:
         return None
 
 
-def build_server() -> Server:
+def build_server(*, allow_exec: bool = False) -> Server:
+    """The MCP server; score_list's ``exec:`` evaluators (shell commands) only with ``allow_exec``."""
     return Server(
         "decirank",
         version=__version__,
@@ -91,7 +95,7 @@ def build_server() -> Server:
         instructions=INSTRUCTIONS,
         get_tool_input_schema=_input_schema,
         on_list_tools=_list_tools,
-        on_call_tool=_call_tool,
+        on_call_tool=_tool_caller(allow_exec),
     )
 
 
@@ -107,8 +111,10 @@ async def _serve_http(server: Server, host: str, port: int) -> None:
     await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
 
 
-def serve(transport: Transport = "stdio", *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
-    server = build_server()
+def serve(
+    transport: Transport = "stdio", *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, allow_exec: bool = False
+) -> None:
+    server = build_server(allow_exec=allow_exec)
     if transport == "stdio":
         anyio.run(_serve_stdio, server)
     else:

@@ -44,6 +44,8 @@ class ServerSettings:
     api_key: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     timeout: float = DEFAULT_TIMEOUT
+    #: Whether score_list may run ``exec:`` evaluators: a client's shell commands on this host.
+    allow_exec: bool = False
 
 
 class BodyLimit:
@@ -143,6 +145,7 @@ def create_app(
     api_key: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     timeout: float = DEFAULT_TIMEOUT,
+    allow_exec: bool = False,
 ) -> FastAPI:
     """The ``decirank serve`` application, answering with ``model`` unless a request names another.
 
@@ -157,7 +160,7 @@ def create_app(
         description="Rank, rerank, filter and decide with decision models: the decirank tools over HTTP, "
         "a Cohere-compatible /v1/rerank, and the server's models in the System One and OpenAI Decisions formats.",
     )
-    application.state.settings = ServerSettings(model, api_key, max_body_bytes, timeout)
+    application.state.settings = ServerSettings(model, api_key, max_body_bytes, timeout, allow_exec)
     application.include_router(router)
 
     @application.exception_handler(DecirankError)

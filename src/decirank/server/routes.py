@@ -1,7 +1,7 @@
 """The endpoints: each turns its body into a tool call or a decision, and the result into its shape.
 
-No endpoint holds decision logic: ``/v1/rank``, ``/v1/rerank`` and
-``/v1/filter`` call the async tools, and ``/v1/systemone`` and
+No endpoint holds decision logic: ``/v1/rank``, ``/v1/rerank``,
+``/v1/filter`` and ``/v1/score_list`` call the async tools, and ``/v1/systemone`` and
 ``/v1/decisions`` ask one decision through a :class:`ToolCall` (one budget,
 one run), reading and writing their wire formats with the backends' codecs.
 
@@ -35,6 +35,7 @@ from ..stores.runlog import current_runlog
 from ..tools.filter import afilter
 from ..tools.rank import arank
 from ..tools.rerank import arerank
+from ..tools.score_list import ascore_list
 from . import wire
 from .app import ServerSettings, settings_of
 
@@ -162,6 +163,22 @@ async def filter_items(body: wire.FilterRequest, request: Request) -> dict[str, 
         max_items_per_call=body.max_items_per_call,
         model=served_model(body.model, settings),
         timeout=_timeout(body.timeout, settings),
+    )
+    return result.to_dict()
+
+
+@api.post("/v1/score_list", response_model=wire.ScoreListResponse, tags=["tools"])
+async def score_list(body: wire.ScoreListRequest, request: Request) -> dict[str, Any]:
+    """Score and rank stored artifacts by ref with an evaluator; each ref gets a stamp."""
+    settings = settings_of(request)
+    result = await ascore_list(
+        body.refs,
+        body.evaluator,
+        top_k=body.top_k,
+        max_concurrency=body.max_concurrency,
+        model=served_model(body.model, settings),
+        timeout=_timeout(body.timeout, settings),
+        allow_exec=settings.allow_exec,
     )
     return result.to_dict()
 

@@ -116,6 +116,40 @@ class FilterResponse(BaseModel):
     run_id: str | None
 
 
+class ScoreListRequest(BaseModel):
+    """The input of ``score_list``: refs are resolved to text in this server's artifact store."""
+
+    refs: list[str | dict[str, Any]] | str = Field(
+        description='Refs "run_id/agent_id", or {"ref": ...} objects, or that array as a JSON string.'
+    )
+    evaluator: str = Field(description="validate:<type>, score:<criterion>, or exec:<cmd> (if the server allows it).")
+    top_k: int = Field(0, description="How many top-scoring refs are winners; 0 ranks without pruning.")
+    max_concurrency: int = Field(5, description="Upper bound on parallel evaluator calls.")
+    model: ModelName = None
+    timeout: Timeout = None
+
+
+class ScoredRef(BaseModel):
+    rank: int
+    ref: str
+    score: float | None
+    verdict: str
+    issues: list[str]
+    reason: str
+    pruned: bool
+
+
+class ScoreListResponse(BaseModel):
+    run_id: str
+    evaluator: str
+    total: int
+    top_k: int
+    winners: list[str]
+    ranked: list[ScoredRef]
+    model: str | None = None
+    usage: Usage
+
+
 # --- System One ----------------------------------------------------------------------------
 
 

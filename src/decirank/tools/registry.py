@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..decisions.decider import DEFAULT_ROLE
 from ..errors import InvalidInputError
@@ -26,7 +26,10 @@ from .score_list import DEFAULT_MAX_CONCURRENCY, ascore_list
 
 __all__ = ["ToolSpec", "call_tool", "check_arguments", "get_tool", "tool_specs"]
 
-ToolRunner = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+class ToolRunner(Protocol):
+    """Runs a tool on checked JSON arguments; ``allow_exec`` is whether ``exec:`` evaluators may run."""
+
+    def __call__(self, arguments: dict[str, Any], *, allow_exec: bool) -> Awaitable[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ def _model_argument(arguments: dict[str, Any]) -> str:
     return check_optional_text(arguments.get("model"), "model") or DEFAULT_ROLE
 
 
-async def _run_rank(arguments: dict[str, Any]) -> dict[str, Any]:
+async def _run_rank(arguments: dict[str, Any], *, allow_exec: bool) -> dict[str, Any]:
     result = await arank(
         arguments["items"],
         arguments["instructions"],
@@ -92,7 +95,7 @@ async def _run_rank(arguments: dict[str, Any]) -> dict[str, Any]:
     return result.to_dict()
 
 
-async def _run_rerank(arguments: dict[str, Any]) -> dict[str, Any]:
+async def _run_rerank(arguments: dict[str, Any], *, allow_exec: bool) -> dict[str, Any]:
     result = await arerank(
         arguments["query"],
         arguments["documents"],
@@ -103,7 +106,7 @@ async def _run_rerank(arguments: dict[str, Any]) -> dict[str, Any]:
     return result.to_dict()
 
 
-async def _run_filter(arguments: dict[str, Any]) -> dict[str, Any]:
+async def _run_filter(arguments: dict[str, Any], *, allow_exec: bool) -> dict[str, Any]:
     result = await afilter(
         arguments["items"],
         arguments["question"],
@@ -115,13 +118,14 @@ async def _run_filter(arguments: dict[str, Any]) -> dict[str, Any]:
     return result.to_dict()
 
 
-async def _run_score_list(arguments: dict[str, Any]) -> dict[str, Any]:
+async def _run_score_list(arguments: dict[str, Any], *, allow_exec: bool) -> dict[str, Any]:
     result = await ascore_list(
         arguments["refs"],
         arguments["evaluator"],
         top_k=arguments.get("top_k", 0),
         max_concurrency=arguments.get("max_concurrency", DEFAULT_MAX_CONCURRENCY),
         model=_model_argument(arguments),
+        allow_exec=allow_exec,
     )
     return result.to_dict()
 
@@ -430,10 +434,14 @@ def check_arguments(spec: ToolSpec, arguments: Any) -> dict[str, Any]:
     return arguments
 
 
-async def call_tool(name: str, arguments: Any, *, name_field: str = "tool_name") -> dict[str, Any]:
+async def call_tool(
+    name: str, arguments: Any, *, name_field: str = "tool_name", allow_exec: bool = True
+) -> dict[str, Any]:
     """Run tool ``name`` on JSON ``arguments``; its errors are decirank's typed errors.
 
     ``name_field`` is what the caller calls the tool's name, for the error when it is unknown.
+    ``allow_exec=False`` refuses score_list's ``exec:`` evaluators (shell commands): the
+    servers pass it unless their operator allows them.
     """
     spec = get_tool(name, name_field)
-    return await spec.run(check_arguments(spec, arguments))
+    return await spec.run(check_arguments(spec, arguments), allow_exec=allow_exec)

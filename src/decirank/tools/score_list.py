@@ -33,7 +33,6 @@ from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall, check_timeout, gather
 from ..errors import InvalidInputError
 from ..stores.artifacts import ArtifactStore, Stamp, check_ref
-from ..stores.runlog import new_run_id
 from ._checks import check_top_k
 from ._evaluators import (
     DEFAULT_EXEC_TIMEOUT,
@@ -244,6 +243,7 @@ async def ascore_list(
     timeout: float | None = None,
     base_url: str | None = None,
     on_progress: Callable[[], None] | None = None,
+    allow_exec: bool = True,
 ) -> ScoreListResult:
     """Score the artifacts under ``refs`` with ``evaluator`` and rank them; keep the best ``top_k``.
 
@@ -264,23 +264,28 @@ async def ascore_list(
     # A store opened here is closed here; a caller's store is the caller's to close.
     with contextlib.nullcontext(store) if store is not None else ArtifactStore() as opened:
         chosen = await anyio.to_thread.run_sync(
-            functools.partial(parse_evaluator, evaluator, store=opened, exec_timeout=exec_timeout)
+            functools.partial(
+                parse_evaluator, evaluator, store=opened, exec_timeout=exec_timeout, allow_exec=allow_exec
+            )
         )
         texts = await anyio.to_thread.run_sync(opened.get_many, ref_list)
-        if chosen.needs_model:
-            inputs = {"refs": ref_list, "evaluator": evaluator, "top_k": kept or 0, "max_concurrency": max_concurrency}
-            async with ToolCall(
-                TOOL_NAME, model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
-            ) as call:
-                evaluations = await _evaluate_all(chosen, ref_list, texts, call, max_concurrency, on_progress)
-                ranked = rank_evaluations(ref_list, evaluations, kept)
-                call.record_outputs({"ranked": [entry.to_dict() for entry in ranked]})
-            run_id, answered_by, usage = call.run_id, call.answered_by, call.usage
-        else:
-            # exec and built-in types ask no model, so none is resolved: they work where none is installed.
-            evaluations = await _evaluate_all(chosen, ref_list, texts, None, max_concurrency, on_progress)
+        inputs = {"refs": ref_list, "evaluator": evaluator, "top_k": kept or 0, "max_concurrency": max_concurrency}
+        # exec and built-in types ask no model, so none is resolved: they work where none is
+        # installed, and are still a run in the run log.
+        async with ToolCall(
+            TOOL_NAME,
+            model=model if chosen.needs_model else None,
+            timeout=timeout,
+            backend_options={"base_url": base_url},
+            inputs=inputs,
+        ) as call:
+            evaluations = await _evaluate_all(
+                chosen, ref_list, texts, call if chosen.needs_model else None, max_concurrency, on_progress
+            )
             ranked = rank_evaluations(ref_list, evaluations, kept)
-            run_id, answered_by, usage = new_run_id(), None, Usage()
+            call.record_outputs({"ranked": [entry.to_dict() for entry in ranked]})
+        run_id, usage = call.run_id, call.usage
+        answered_by = call.answered_by if chosen.needs_model else None
         stamps = [
             Stamp(
                 entry.ref, run_id, evaluator, entry.score, entry.verdict.value, entry.rank, entry.pruned, entry.reason
@@ -303,6 +308,7 @@ def score_list(
     timeout: float | None = None,
     base_url: str | None = None,
     on_progress: Callable[[], None] | None = None,
+    allow_exec: bool = True,
 ) -> ScoreListResult:
     """The sync twin of :func:`ascore_list`."""
     return run_sync(
@@ -317,4 +323,5 @@ def score_list(
         timeout=timeout,
         base_url=base_url,
         on_progress=on_progress,
+        allow_exec=allow_exec,
     )

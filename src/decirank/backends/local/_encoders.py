@@ -242,7 +242,7 @@ class SparseEncoder(_Encoder):
     def weights_at(self, states: Sequence[np.ndarray], columns: np.ndarray) -> np.ndarray:
         """(texts, columns) term weights of many texts at a few vocabulary columns, in one product."""
         lengths = [len(s) for s in states]
-        logits = np.concatenate(states) @ self.vocabulary[columns].T + self.vocabulary_bias[columns]
+        logits = np.concatenate(states).astype(np.float32) @ self.vocabulary[columns].T + self.vocabulary_bias[columns]
         # log1p(relu(.)) rises monotonically, so the max over tokens may be taken first.
         peaks = np.maximum.reduceat(logits, np.cumsum([0, *lengths[:-1]]), axis=0)
         return np.log1p(np.maximum(peaks, 0.0))

@@ -42,7 +42,7 @@ __all__ = ["VARIANTS", "LocalModel", "Variant"]
 #: Both models were trained on inputs of up to 256 tokens; longer texts are cut there.
 MAX_TOKENS = 256
 #: Encoder outputs kept in memory (MiniLM vectors, SPLADE token states, query expansions).
-CACHE_BYTES = 96 * 1024 * 1024
+CACHE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,11 @@ class _Runtime:
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         return [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
 
+    def token_count(self, texts: Sequence[str]) -> int:
+        """Tokens the texts fill, for usage; remembered, since tokenizing costs more than a cached answer."""
+        counts, _ = self._cached("tokens", texts, lambda ids, _: [np.array(len(i)) for i in ids], None)
+        return int(sum(counts))
+
     def _cached(self, kind: str, texts: Sequence[str], compute, cancelled) -> tuple[list, int]:
         """Each text's ``kind`` output, computing only the misses in one pass; also the tokens computed."""
         keys = [text_key(kind, text) for text in texts]
@@ -122,7 +127,7 @@ class _Runtime:
         key = text_key("expansion", text)
         expansion = self.cache.get(key)
         if expansion is None:
-            expansion = self.sparse.expand(states.astype(np.float32))
+            expansion = self.sparse.expand(states)
             self.cache.put(key, expansion)
         return expansion
 
@@ -176,7 +181,7 @@ class LocalModel:
         # One pass per encoder over every distinct text of the call.
         texts = list(dict.fromkeys([p.query for p in plans.values()] + [s for p in plans.values() for s in p.subjects]))
         index = {text: i for i, text in enumerate(texts)}
-        total_tokens = sum(map(len, _runtime.token_ids(texts)))
+        total_tokens = _runtime.token_count(texts)
         computed = 0
         dense = states = None
         if self.variant.dense:
@@ -194,7 +199,7 @@ class LocalModel:
             if states is not None:
                 columns, weights = _runtime.sparse_query(query, states[index[query]])
                 if columns.size:
-                    subject_weights = _runtime.sparse.weights_at([states[r].astype(np.float32) for r in rows], columns)
+                    subject_weights = _runtime.sparse.weights_at([states[r] for r in rows], columns)
                     result += self.variant.sparse * (subject_weights @ weights) / np.linalg.norm(weights)
             return result
 

@@ -29,7 +29,9 @@ EVALUATOR_FORMS = "exec:<command>, score:<criterion> or validate:<type>"
 _PREFIXES = ("exec", "score", "validate")
 
 
-def parse_evaluator(spec: object, *, store: ArtifactStore, exec_timeout: float = DEFAULT_EXEC_TIMEOUT) -> Evaluator:
+def parse_evaluator(
+    spec: object, *, store: ArtifactStore, exec_timeout: float = DEFAULT_EXEC_TIMEOUT, allow_exec: bool = True
+) -> Evaluator:
     """The evaluator ``spec`` names; ``store`` holds the registered types of ``validate:``."""
     if not isinstance(spec, str) or not spec.strip():
         raise InvalidInputError("evaluator", EVALUATOR_FORMS, got=spec)
@@ -43,6 +45,12 @@ def parse_evaluator(spec: object, *, store: ArtifactStore, exec_timeout: float =
         what = {"exec": "a command", "score": "a criterion", "validate": "a type"}[prefix]
         raise InvalidInputError("evaluator", f"{prefix}: followed by {what}", got=spec)
     if prefix == "exec":
+        if not allow_exec:
+            raise InvalidInputError(
+                "evaluator",
+                "score:<criterion> or validate:<type>",
+                detail="exec: runs shell commands and is switched off here; its operator can allow it",
+            )
         return ExecEvaluator(spec, argument, timeout=exec_timeout)
     if prefix == "score":
         return CriterionScorer(spec, argument)
