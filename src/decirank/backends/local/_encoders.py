@@ -61,7 +61,6 @@ class _BertGraph:
     def __init__(self, heads: int):
         self.graph = Graph()
         self.heads = heads
-        self.ids = self.graph.input("input_ids", np.int64, [1, "length"])
         self.positions = self.graph.input("position_ids", np.int64, [1, "length"])
 
     def linear(self, x: str, weight: np.ndarray, bias: np.ndarray, scale: np.ndarray | None = None) -> str:
@@ -114,10 +113,13 @@ class _Encoder:
             return list(ids)
         return [*ids[: self.max_tokens - 1], ids[-1]]  # keep the closing [SEP]
 
+    def inputs(self, ids: np.ndarray) -> dict[str, np.ndarray]:
+        return {"input_ids": ids[None]}
+
     def hidden(self, ids: Sequence[int]) -> np.ndarray:
-        ids = np.asarray([self.truncate(ids)], np.int64)
-        positions = np.arange(ids.shape[1], dtype=np.int64)[None]
-        return self.session.run(None, {"input_ids": ids, "position_ids": positions})[0][0]
+        ids = np.asarray(self.truncate(ids), np.int64)
+        feed = {**self.inputs(ids), "position_ids": np.arange(len(ids), dtype=np.int64)[None]}
+        return self.session.run(None, feed)[0][0]
 
     def map(self, function: Callable[[Sequence[int]], np.ndarray], token_ids: Sequence[Sequence[int]],
             cancelled: threading.Event | None = None) -> list[np.ndarray]:
@@ -172,10 +174,11 @@ class DenseEncoder(_Encoder):
         bert = _BertGraph(heads=12)
         g = bert.graph
         emb = "inner.embeddings."
+        ids = g.input("input_ids", np.int64, [1, "length"])
         # Word embeddings stay int8 (one scale per row) and are widened only for the tokens used.
         word = g.node("Mul", [
-            g.node("Cast", [g.node("Gather", [g.constant(src[emb + "word_embeddings.weight_q"]), bert.ids])], to=1),
-            g.node("Gather", [g.constant(src[emb + "word_embeddings.weight_scale"]), bert.ids]),
+            g.node("Cast", [g.node("Gather", [g.constant(src[emb + "word_embeddings.weight_q"]), ids])], to=1),
+            g.node("Gather", [g.constant(src[emb + "word_embeddings.weight_scale"]), ids]),
         ])
         positions = src[emb + "position_embeddings.weight_q"].astype(np.float32) * src[emb + "position_embeddings.weight_scale"]
         x = bert.embed(word, positions, src[emb + "token_type_embeddings.weight"][0],
@@ -219,7 +222,9 @@ class SparseEncoder(_Encoder):
                 w[f"{p}{norm}.g"], w[f"{p}{norm}.b"] = src[f"{s}{name}.gamma"], src[f"{s}{name}.beta"]
         bert = _BertGraph(heads=2)
         g = bert.graph
-        word = g.node("Gather", [g.constant(src["bert.embeddings.word_embeddings.weight"]), bert.ids])
+        # The vocabulary matrix is also the decoder, held here in numpy: the graph takes the
+        # looked-up rows as input rather than keep a second copy.
+        word = g.input("word_embeddings", np.float32, [1, "length", SparseEncoder.width])
         x = bert.embed(word, src["bert.embeddings.position_embeddings.weight"],
                        src["bert.embeddings.token_type_embeddings.weight"][0],
                        src["bert.embeddings.LayerNorm.gamma"], src["bert.embeddings.LayerNorm.beta"])
@@ -229,6 +234,9 @@ class SparseEncoder(_Encoder):
         x = g.node("Gelu", [bert.linear(x, src[t + "dense.weight"].T, src[t + "dense.bias"])], domain="com.microsoft")
         x = bert.norm(x, src[t + "LayerNorm.gamma"], src[t + "LayerNorm.beta"])
         return g.to_bytes(x)
+
+    def inputs(self, ids: np.ndarray) -> dict[str, np.ndarray]:
+        return {"word_embeddings": self.vocabulary[ids][None]}
 
     def states(self, token_ids: Sequence[Sequence[int]], cancelled: threading.Event | None = None) -> list[np.ndarray]:
         return self.map(self.hidden, token_ids, cancelled)
