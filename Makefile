@@ -2,10 +2,12 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# TREC DL19 for the benchmarks, not shipped with the project: a folder holding bm25_top100.json
+# (each query's BM25 top 100 passages) and qrels.txt (the official judgments); DATA=DIR moves it.
 DATA ?= ../shared/data/trec-dl19
 EXTRAS := server,mcp,eval,postgres,test
 
-.PHONY: install demo test bench bench-serve clean
+.PHONY: install demo test bench bench-serve check-data clean
 
 install: $(VENV)/.installed
 
@@ -27,15 +29,20 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -q
 
-bench: install
+bench: install check-data
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model local --tool rank --warm
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model local --tool rerank
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model lexical --tool rank
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model lexical --tool rerank
 
-# decirank serve's /v1/rerank with the default model: requests per second, p50/p95, 20 and 100 documents.
+# decirank serve's /v1/rerank with the default model: requests per second, p50/p95, 20 and 100 documents,
+# of DL19's passages when DATA is given, else of generated sentences.
 bench-serve: install
-	$(BIN)/python benchmarks/serve.py --data $(DATA)/bm25_top100.json
+	$(BIN)/python benchmarks/serve.py $(if $(DATA),--data $(DATA)/bm25_top100.json)
+
+check-data:
+	@test -f "$(DATA)/bm25_top100.json" -a -f "$(DATA)/qrels.txt" || \
+		{ echo "give DATA=DIR, a folder with TREC DL19's bm25_top100.json and qrels.txt" >&2; exit 2; }
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

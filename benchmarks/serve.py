@@ -5,7 +5,7 @@ included, in a temporary directory; the decision cache off), sends a fixed numbe
 100 documents with a fixed number in flight, and reports requests per
 second and p50/p95 latency for each size; then stops the server.
 
-    python benchmarks/serve.py --data ../shared/data/trec-dl19/bm25_top100.json
+    python benchmarks/serve.py --data path/to/trec-dl19/bm25_top100.json
     python benchmarks/serve.py --model lexical --concurrency 8 --json
 
 Documents are the BM25 top 100 of the DL19 queries when ``--data`` is

@@ -11,6 +11,7 @@ from decirank.stores.runlog import reset_runlog
 
 @pytest.fixture(autouse=True)
 def isolated_user_dir(tmp_path, monkeypatch):
+    """DECIRANK_HOME is a fresh folder, and no variable that moves state or names a role leaks in."""
     home = tmp_path / "decirank-home"
     monkeypatch.setenv("DECIRANK_HOME", str(home))
     for variable in (

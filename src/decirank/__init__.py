@@ -29,6 +29,7 @@ from .errors import (
     InvalidAnswerError,
     InvalidInputError,
     ModelError,
+    StoreError,
     UnknownModelError,
 )
 from .stores.artifacts import ArtifactStore, Stamp
@@ -50,8 +51,8 @@ __all__ = [
     "ChoiceAnswer",
     "ChoiceQuestion",
     "ConfigError",
-    "DecirankError",
     "Decider",
+    "DecirankError",
     "DecisionError",
     "DecisionRequest",
     "DecisionResponse",
@@ -73,6 +74,7 @@ __all__ = [
     "ScoreQuestion",
     "ScoredRef",
     "Stamp",
+    "StoreError",
     "UnknownModelError",
     "Usage",
     "Verdict",

@@ -4,15 +4,19 @@ The logic of every tool is written once, as a coroutine. A sync call submits
 it to a private loop in a daemon thread and waits; this works the same from
 plain scripts, from threads, and from code already inside an event loop
 (where ``asyncio.run`` would refuse). Ctrl-C while waiting cancels the work,
-so it is recorded as cancelled rather than left running.
+so it is recorded as cancelled rather than left running; work cancelled on
+the loop by anything else ends the call with :class:`~decirank.errors.CancelledError`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
+
+from .errors import CancelledError
 
 __all__ = ["run_sync"]
 
@@ -41,3 +45,5 @@ def run_sync(function: Callable[P, Coroutine[Any, Any, T]], *args: P.args, **kwa
     except KeyboardInterrupt:
         future.cancel()
         raise
+    except concurrent.futures.CancelledError as error:
+        raise CancelledError(f"{function.__name__} was cancelled before it finished") from error

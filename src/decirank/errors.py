@@ -25,9 +25,12 @@ with ``raise ... from``, so callers only ever catch these::
     │   ├── InvalidAnswerError                an answer is missing, of the wrong type, or outside [0, 1]
     │   ├── DecisionTimeoutError (also TimeoutError)  the tool call's time budget ran out
     │   └── AllModelsFailedError              every model of a role failed; carries each attempt
-    ├── CancelledError                        the caller cancelled a sync call (async calls raise the
-    │                                         event loop's own cancellation)
-    └── StoreError                            the run log, cache or artifact store failed
+    ├── CancelledError                        a sync call's work was cancelled before it finished (Ctrl-C
+    │                                         stays KeyboardInterrupt; async calls raise the event loop's
+    │                                         own cancellation)
+    ├── StoreError                            the run log, cache or artifact store failed
+    └── PlanError                             a plan could not be run; its own branches are drawn in
+                                              :mod:`decirank.plans.errors`
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ __all__ = [
     "StoreError",
     "TooLargeError",
     "UnknownModelError",
+    "error_record",
 ]
 
 
@@ -242,11 +246,22 @@ class AllModelsFailedError(DecisionError):
 
 
 class CancelledError(DecirankError):
-    """A sync call was cancelled (Ctrl-C or a cancel token) before it finished."""
+    """A sync call's work was cancelled on the background loop before it finished.
+
+    Ctrl-C while waiting cancels the work too, but is raised as the
+    ``KeyboardInterrupt`` it is, so that ``except DecirankError`` never swallows it.
+    """
 
 
 class StoreError(DecirankError):
     """The run log, the decision cache or the artifact store failed."""
+
+
+def error_record(error: BaseException) -> dict[str, Any]:
+    """A JSON-ready description of any error, as the run log keeps it."""
+    if isinstance(error, DecirankError):
+        return error.to_dict()
+    return {"type": type(error).__name__, "message": str(error) or type(error).__name__}
 
 
 def _describe_value(value: Any) -> str:

@@ -42,6 +42,8 @@ def uniform_answers(request: DecisionRequest) -> dict[str, Answer]:
 
 
 class ScriptedBackend(Backend):
+    """A model that answers with ``answer``, after ``delay`` seconds, or raises ``error``; keeps every request."""
+
     provider = "scripted"
 
     def __init__(

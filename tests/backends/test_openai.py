@@ -83,6 +83,7 @@ def peer():
 
 
 def test_questions_go_as_a_named_list_and_answers_come_back_in_order(peer, monkeypatch):
+    """Questions go as a list named by their ids, and answers, usage and the request id come back typed."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     url = peer.script("ordered", Reply(body=decisions_peer, headers={"x-request-id": "req_1"}))
     response = decide(
@@ -107,6 +108,7 @@ def test_questions_go_as_a_named_list_and_answers_come_back_in_order(peer, monke
 
 
 def test_a_structured_state_is_sent_as_json_text_and_outcomes_join_the_predicate(peer):
+    """A non-string state is sent as canonical JSON, and a predicate carries its outcome texts in its instructions."""
     url = peer.script("state", Reply(body=decisions_peer))
     question = LikelihoodQuestion("It is urgent.", true="needs help today", false="can wait")
     decide(OpenAIDecisionsBackend("m", base_url=url), DecisionRequest({"b": 1, "a": "x"}, {"q": question}))
@@ -116,6 +118,7 @@ def test_a_structured_state_is_sent_as_json_text_and_outcomes_join_the_predicate
 
 
 def test_a_refused_question_is_a_refusal_error_naming_it(peer):
+    """A refusal answer becomes a RefusalError naming the question and the request id."""
     url = peer.script("refusal", Reply(body=decisions_peer, headers={"x-request-id": "req_r"}))
     request = DecisionRequest("s", {"ok": LikelihoodQuestion("fleas?"), "no": LikelihoodQuestion("REFUSE this")})
     with pytest.raises(RefusalError) as caught:
@@ -124,6 +127,7 @@ def test_a_refused_question_is_a_refusal_error_naming_it(peer):
 
 
 def test_answers_for_questions_not_asked_are_invalid(peer):
+    """An answer naming a question that was not asked is an InvalidAnswerError."""
     stray = Reply(
         body=lambda r: {**decisions_peer(r), "answers": [{"type": "predicate", "name": "other", "probability": 0.5}]}
     )
@@ -133,12 +137,14 @@ def test_answers_for_questions_not_asked_are_invalid(peer):
 
 
 def test_openai_itself_needs_its_key(monkeypatch):
+    """The OpenAI host needs a key, and the error names OPENAI_API_KEY."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(MissingKeyError, match="OPENAI_API_KEY"):
         create_backend("openai")
 
 
 def test_questions_survive_the_wire_both_ways():
+    """Encoding then decoding a question gives it back, a choice without a description showing its value."""
     for qid, question in QUESTIONS.items():
         decoded = decode_question(encode_question(question, qid), f"questions.{qid}")
         if isinstance(question, ChoiceQuestion):
@@ -158,6 +164,7 @@ def our_server():
 
 
 def test_our_server_is_a_real_decisions_peer(our_server):
+    """decirank serve's /v1/decisions answers as the model it serves would directly."""
     request = DecisionRequest("my dog has fleas", QUESTIONS)
     over_the_wire = decide(OpenAIDecisionsBackend("lexical", base_url=our_server, api_key="server-key"), request)
     direct = asyncio.run(
@@ -177,6 +184,7 @@ def test_our_server_is_a_real_decisions_peer(our_server):
 
 
 def test_the_tools_run_through_our_decisions_endpoint(our_server, monkeypatch):
+    """rerank through our /v1/decisions gives the same order and scores as the model run in process."""
     monkeypatch.setenv("OPENAI_API_KEY", "server-key")
     documents = ["bread baking", "flea treatment for dogs", "a cat with fleas"]
     remote = decirank.rerank("fleas on my cat", documents, model="openai:lexical", base_url=our_server)
@@ -186,6 +194,7 @@ def test_the_tools_run_through_our_decisions_endpoint(our_server, monkeypatch):
 
 
 def test_a_wrong_key_is_refused_by_our_server(our_server):
+    """Our server refuses a wrong key with a 401 that carries a request id."""
     backend = OpenAIDecisionsBackend("lexical", base_url=our_server, api_key="wrong")
     with pytest.raises(AuthenticationError) as caught:
         decide(backend, DecisionRequest("s", {"q": LikelihoodQuestion("x")}))

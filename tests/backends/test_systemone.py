@@ -78,6 +78,7 @@ def our_server():
 
 
 def test_questions_survive_the_wire_both_ways():
+    """Encoding then decoding a question gives it back; optional criteria are left out when empty."""
     for qid, question in QUESTIONS.items():
         assert decode_question(encode_question(question), f"questions.{qid}") == question
     assert encode_question(LikelihoodQuestion("x")) == {"type": "noul", "instructions": "x"}
@@ -85,6 +86,7 @@ def test_questions_survive_the_wire_both_ways():
 
 
 def test_answers_survive_the_wire_both_ways():
+    """Encoding then decoding an answer gives it back; a score carries its legend and expected level."""
     given = {
         "fleas": LikelihoodAnswer(0.8),
         "topic": ChoiceAnswer({"pets": 0.9, "cars": 0.1}),
@@ -100,11 +102,13 @@ def test_answers_survive_the_wire_both_ways():
 
 
 def test_score_probabilities_may_be_keyed_by_level_text():
+    """A score answer keyed by level text is read in level order."""
     wire = {"type": "score", "probabilities": {"soon": 0.5, "not urgent": 0.25, "right now": 0.25}}
     assert decode_answer(wire, QUESTIONS["urgency"], "q").probabilities == (0.25, 0.5, 0.25)
 
 
 def test_a_bad_wire_question_names_its_field():
+    """A malformed wire question is an InvalidInputError naming its field as the wire spells it."""
     with pytest.raises(InvalidInputError) as caught:
         decode_question({"type": "choice", "instructions": "pick", "criteria": {"only": "one"}}, "questions.q1")
     assert caught.value.field == "questions.q1.criteria"
@@ -117,6 +121,7 @@ def test_a_bad_wire_question_names_its_field():
 
 
 def test_our_server_answers_as_the_model_it_serves(our_server):
+    """decirank serve's /v1/systemone answers, counts and prices as the model it serves does directly."""
     over_the_wire = decide(SystemOneBackend("lexical", base_url=our_server))
     direct = asyncio.run(LexicalBackend().decide(REQUEST))
     assert over_the_wire.model == "systemone:lexical"
@@ -127,6 +132,7 @@ def test_our_server_answers_as_the_model_it_serves(our_server):
 
 
 def test_tools_rank_the_same_through_our_server(our_server):
+    """rank through our /v1/systemone gives the same order and probabilities as the model run in process."""
     items = ["bread baking", "flea treatment for dogs", "stock markets", "cat fleas and ticks"]
     remote = decirank.rank(
         items, "Which is about fleas?", {"q": "fleas"}, model="systemone:lexical", base_url=our_server
@@ -155,6 +161,7 @@ def sparrow():
 
 
 def test_sparrow_decider_answers_every_kind_of_question(sparrow):
+    """A third-party System One server answers every question type in a shape we read."""
     response = decide(SystemOneBackend("sparrow-nano-general-v1.1", base_url=sparrow))
     assert set(response.answers) == set(QUESTIONS)
     assert 0.0 <= response.answers["fleas"].probability <= 1.0
@@ -164,6 +171,7 @@ def test_sparrow_decider_answers_every_kind_of_question(sparrow):
 
 
 def test_the_tools_run_on_sparrow_decider(sparrow):
+    """rank and rerank run end to end on a third-party System One server."""
     items = ["bread baking", "flea treatment for dogs", "stock markets"]
     ranked = decirank.rank(items, "Which is about fleas?", "fleas", model="systemone:sparrow", base_url=sparrow)
     assert sorted(r.index for r in ranked.ranked) == [0, 1, 2]
@@ -187,6 +195,7 @@ def failure(scripted, scenario, *replies, **options):
 
 @pytest.mark.parametrize("status", [401, 403])
 def test_a_refused_key_is_an_authentication_error_with_the_request_id(scripted, status):
+    """401 and 403 are AuthenticationErrors carrying the server's message and request id, not retried."""
     error, seen = failure(
         scripted, f"auth{status}", Reply(status, {"error": {"message": "bad key"}}, {"x-request-id": "req-7"})
     )
@@ -197,6 +206,7 @@ def test_a_refused_key_is_an_authentication_error_with_the_request_id(scripted, 
 
 
 def test_too_large_by_status_or_by_body(scripted):
+    """A 413, or a body that says max_tokens_exceeded, is a TooLargeError, not retried."""
     error, _ = failure(scripted, "large413", Reply(413, {"error": "payload too large"}))
     assert isinstance(error, TooLargeError)
     error, seen = failure(
@@ -209,6 +219,7 @@ def test_too_large_by_status_or_by_body(scripted):
 
 
 def test_a_422_is_invalid_with_its_detail_and_is_not_retried(scripted):
+    """A 422 is a fatal ModelRequestInvalidError whose message reads its detail list."""
     detail = [{"loc": ["body", "questions", "q", "criteria"], "msg": "too few", "type": "value_error"}]
     error, seen = failure(scripted, "invalid", Reply(422, {"detail": detail}))
     assert isinstance(error, ModelRequestInvalidError) and not error.retriable
@@ -218,6 +229,7 @@ def test_a_422_is_invalid_with_its_detail_and_is_not_retried(scripted):
 
 
 def test_a_rate_limit_waits_as_long_as_retry_after_ms_says(scripted):
+    """After a 429 the retry waits at least retry-after-ms, then succeeds."""
     url = scripted.script("limited", Reply(429, {"error": "slow down"}, {"retry-after-ms": "150"}), GOOD)
     response = decide(SystemOneBackend("m", base_url=url))
     first, second = scripted.requests_to("limited")
@@ -226,6 +238,7 @@ def test_a_rate_limit_waits_as_long_as_retry_after_ms_says(scripted):
 
 
 def test_retry_after_in_seconds_is_honoured(scripted):
+    """After a 429 the retry waits at least Retry-After seconds."""
     url = scripted.script("limited-s", Reply(429, {}, {"retry-after": "1"}), GOOD)
     decide(SystemOneBackend("m", base_url=url))
     first, second = scripted.requests_to("limited-s")
@@ -233,6 +246,7 @@ def test_retry_after_in_seconds_is_honoured(scripted):
 
 
 def test_rate_limits_are_retried_twice_by_default_then_raised(scripted):
+    """A lasting 429 is retried twice, then raised with the server's retry_after."""
     error, seen = failure(scripted, "always429", Reply(429, {}, {"retry-after-ms": "10"}))
     assert isinstance(error, RateLimitError) and error.retry_after == pytest.approx(0.01)
     assert len(seen) == 3
@@ -247,12 +261,14 @@ def test_a_tool_call_retries_a_rate_limit_in_one_place_only(scripted):
 
 
 def test_the_number_of_retries_can_be_set(scripted):
+    """max_retries=0 sends the request once and raises the ServerError."""
     error, seen = failure(scripted, "always503", Reply(503, {"error": "down"}), max_retries=0)
     assert isinstance(error, ServerError) and error.status == 503
     assert len(seen) == 1
 
 
 def test_a_server_error_is_retried_with_backoff(scripted):
+    """A 500 is retried after the first backoff delay."""
     url = scripted.script("flaky", Reply(500, {"error": "oops"}), GOOD)
     decide(SystemOneBackend("m", base_url=url))
     first, second = scripted.requests_to("flaky")
@@ -260,12 +276,14 @@ def test_a_server_error_is_retried_with_backoff(scripted):
 
 
 def test_an_overloaded_server_is_an_overloaded_error(scripted):
+    """A lasting 529 is retried, then raised as an OverloadedError."""
     error, seen = failure(scripted, "overloaded", Reply(529, {"error": "overloaded"}, {"retry-after": "0"}))
     assert isinstance(error, OverloadedError) and error.status == 529
     assert len(seen) == 3
 
 
 def test_no_retry_waits_past_the_callers_budget(scripted):
+    """A retry whose wait would end past the caller's budget is not started; the error is raised at once."""
     url = scripted.script("budget", Reply(429, {"error": "later"}, {"retry-after": "30"}))
     started = time.monotonic()
     with pytest.raises(RateLimitError) as caught:
@@ -276,16 +294,19 @@ def test_no_retry_waits_past_the_callers_budget(scripted):
 
 
 def test_a_slow_server_is_a_timeout(scripted):
+    """A server slower than the timeout gives a ModelTimeoutError."""
     error, _ = failure(scripted, "slow", Reply(delay=1.0, body=answers(uniform)), timeout=0.2)
     assert isinstance(error, ModelTimeoutError)
 
 
 def test_a_dropped_connection_is_a_connection_error(scripted):
+    """A connection closed without a response is a ModelConnectionError."""
     error, _ = failure(scripted, "dropped", Reply(drop=True))
     assert isinstance(error, ModelConnectionError)
 
 
 def test_nothing_listening_is_a_connection_error():
+    """A port nobody listens on is a ModelConnectionError that says it cannot reach the URL."""
     backend = SystemOneBackend("m", base_url=f"http://127.0.0.1:{free_port()}")
     with pytest.raises(ModelConnectionError) as caught:
         decide(backend)
@@ -302,6 +323,7 @@ def test_nothing_listening_is_a_connection_error():
     ],
 )
 def test_malformed_answers_are_invalid_answer_errors(scripted, scenario, body, message):
+    """A reply that is not JSON, lacks answers, or has wrong types is an InvalidAnswerError naming the request id."""
     backend = SystemOneBackend(
         "m", base_url=scripted.script(scenario, Reply(body=body, headers={"x-request-id": "r1"}))
     )
@@ -318,12 +340,14 @@ def test_malformed_answers_are_invalid_answer_errors(scripted, scenario, body, m
     ],
 )
 def test_no_tool_scores_a_broken_answer(scripted, broken):
+    """An answer outside [0, 1] or without a probability fails the tool call instead of being scored."""
     url = scripted.script("broken", Reply(body=answers(broken)))
     with pytest.raises(InvalidAnswerError):
         decirank.rerank("fleas", ["a flea", "a car"], model="systemone:m", base_url=url)
 
 
 def test_a_missing_answer_fails_the_tool_call(scripted):
+    """A reply that leaves a question unanswered fails the tool call."""
     url = scripted.script("missing", Reply(body=lambda request: {"answers": {}, "usage": {}}))
     with pytest.raises(InvalidAnswerError, match="missing"):
         decirank.rerank("fleas", ["a flea"], model="systemone:m", base_url=url)
@@ -333,6 +357,7 @@ def test_a_missing_answer_fails_the_tool_call(scripted):
 
 
 def test_the_request_carries_model_state_questions_and_key(scripted, monkeypatch):
+    """The request goes to /v1/systemone with the model, the state as given, the encoded questions and the key."""
     monkeypatch.setenv("SYSTEMONE_API_KEY", "sk-local")
     url = scripted.script("shape", GOOD)
     decide(SystemOneBackend("jev-latest", base_url=url))
@@ -349,6 +374,7 @@ def test_the_request_carries_model_state_questions_and_key(scripted, monkeypatch
 
 
 def test_a_hosted_preset_without_its_key_names_the_variable(monkeypatch):
+    """A hosted preset without its key is a MissingKeyError naming the variable to set."""
     monkeypatch.delenv("TYPESAFE_API_KEY", raising=False)
     with pytest.raises(MissingKeyError) as caught:
         create_backend("typesafe")
@@ -357,6 +383,7 @@ def test_a_hosted_preset_without_its_key_names_the_variable(monkeypatch):
 
 
 def test_presets_know_their_hosts_and_speak_the_same_format(scripted, monkeypatch):
+    """Presets carry host, key and limits; at one's own base URL they need no key; a reported cost is taken."""
     monkeypatch.setenv("TYPESAFE_API_KEY", "ts-key")
     typesafe = TypeSafeBackend("jev-latest")
     assert (typesafe.name, typesafe.base_url) == ("typesafe:jev-latest", "https://api.typesafe.ai")
@@ -378,11 +405,13 @@ def test_presets_know_their_hosts_and_speak_the_same_format(scripted, monkeypatc
 
 
 def test_self_hosted_presets_cost_nothing_and_listen_locally():
+    """Ollama and vLLM default to local ports and cost nothing."""
     assert create_backend("ollama:llama-decider").base_url == "http://127.0.0.1:11434"
     assert create_backend("vllm").price.cost(1000, 1000) == 0.0
 
 
 def test_config_prices_and_limits_override_the_builtins(scripted, isolated_user_dir):
+    """The config file's prices and limits for a model replace the built-in ones."""
     isolated_user_dir.mkdir(parents=True, exist_ok=True)
     (isolated_user_dir / "config.toml").write_text(
         '[prices."systemone:priced"]\ninput = 2.0\noutput = 10.0\n\n'
@@ -396,6 +425,7 @@ def test_config_prices_and_limits_override_the_builtins(scripted, isolated_user_
 
 
 def test_a_declared_limit_splits_the_tools_work(scripted, isolated_user_dir):
+    """A configured option limit makes rank split a long list into calls that fit it."""
     isolated_user_dir.mkdir(parents=True, exist_ok=True)
     (isolated_user_dir / "config.toml").write_text('[limits."systemone:small"]\nmax_options = 208\n')
     url = scripted.script("small", Reply(body=answers(uniform)))
@@ -414,6 +444,7 @@ def write_config(home, text):
 
 
 def test_a_dead_server_fails_over_to_a_live_one(our_server, isolated_user_dir):
+    """A role fails over from an unreachable server to the next model, and the run log records both attempts."""
     dead = f"http://127.0.0.1:{free_port()}"
     write_config(
         isolated_user_dir,
@@ -436,6 +467,7 @@ base_url = "{our_server}"
 
 
 def test_a_hung_server_costs_only_its_own_timeout_of_the_budget(scripted, our_server, isolated_user_dir):
+    """A hung server costs only its own timeout, leaving the budget to the next model."""
     hung = scripted.script("hung", Reply(delay=3.0, body=answers(uniform)))
     write_config(
         isolated_user_dir,

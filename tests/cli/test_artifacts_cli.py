@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
-import subprocess
 import sys
 
 import pytest
 
-
-@pytest.fixture(autouse=True)
-def no_artifacts_override(monkeypatch):
-    monkeypatch.delenv("DECIRANK_ARTIFACTS", raising=False)
-
-
-def decirank(*args, input=None):
-    return subprocess.run(
-        [sys.executable, "-m", "decirank", *args], capture_output=True, text=True, input=input, timeout=120
-    )
+from tests.cli._run import decirank
 
 
 def test_put_get_ls_rm_round_trip(tmp_path, isolated_user_dir):
@@ -46,6 +37,7 @@ def test_put_get_ls_rm_round_trip(tmp_path, isolated_user_dir):
 
 
 def test_bad_refs_and_files_are_one_line_errors_naming_the_field(tmp_path):
+    """A ref without a slash, a missing file and a file that is not UTF-8 text each exit 2 naming the field."""
     bad_ref = decirank("artifacts", "put", "no-slash", "-", input="x")
     assert bad_ref.returncode == 2 and bad_ref.stderr.startswith("error: ref: expected a ref 'run_id/agent_id'")
     assert "Traceback" not in bad_ref.stderr
@@ -64,19 +56,22 @@ def test_score_list_json_ranks_prunes_and_stamps(tmp_path):
     decirank("artifacts", "put", "run/good", str(tmp_path / "good.json"))
     decirank("artifacts", "put", "run/bad", str(tmp_path / "bad.json"))
     check = f'exec:{shlex.quote(sys.executable)} -c "import json,sys; json.load(open(sys.argv[1]))" {{artifact}}'
-    done = decirank("score-list", "--refs", '["run/bad", {"ref": "run/good"}, "run/missing"]', "--evaluator", check,
-                    "--top-k", "1", "--json")
+    refs = '["run/bad", {"ref": "run/good"}, "run/missing"]'
+    done = decirank("score-list", "--refs", refs, "--evaluator", check, "--top-k", "1", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["winners"] == ["run/good"] and data["total"] == 3 and data["top_k"] == 1
     assert [(e["ref"], e["verdict"], e["pruned"]) for e in data["ranked"]] == [
-        ("run/good", "VALID", False), ("run/bad", "INVALID", True), ("run/missing", "UNKNOWN", True)
+        ("run/good", "VALID", False),
+        ("run/bad", "INVALID", True),
+        ("run/missing", "UNKNOWN", True),
     ]
     stamps = json.loads(decirank("artifacts", "stamps", "run/bad", "--json").stdout)
     assert [(s["run_id"], s["beam_rank"], s["pruned"]) for s in stamps] == [(data["run_id"], 2, True)]
 
 
 def test_score_list_prints_a_table_and_reads_refs_from_stdin():
+    """Refs piped on stdin are scored; the table ranks the valid one first and names the winners."""
     decirank("artifacts", "put", "t/a", "-", input="a: 1\n")
     decirank("artifacts", "put", "t/b", "-", input="a: [\n")
     done = decirank("score-list", "--refs", "-", "-e", "validate:yaml", input='["t/b", "t/a"]')
@@ -89,6 +84,7 @@ def test_score_list_prints_a_table_and_reads_refs_from_stdin():
 
 
 def test_score_list_reads_refs_from_a_json_lines_file(tmp_path):
+    """A JSON Lines file of {"ref": ...} objects is read as the refs; a missing ref is UNKNOWN."""
     decirank("artifacts", "put", "f/a", "-", input="{}")
     refs = tmp_path / "refs.jsonl"
     refs.write_text('{"ref": "f/a"}\n{"ref": "f/b"}\n')
@@ -98,6 +94,7 @@ def test_score_list_reads_refs_from_a_json_lines_file(tmp_path):
 
 
 def test_a_registered_type_via_the_cli_is_judged_by_a_model():
+    """types add registers a type (not over a built-in one), and validate:<type> asks the model about it."""
     added = decirank("artifacts", "types", "add", "recipe", "a cooking recipe with ingredients and steps")
     assert added.returncode == 0, added.stderr
     assert json.loads(decirank("artifacts", "types", "ls", "--json").stdout) == [
@@ -123,6 +120,16 @@ def test_a_registered_type_via_the_cli_is_judged_by_a_model():
     ],
 )
 def test_score_list_bad_arguments_exit_2_with_the_field(arguments, message):
+    """Each bad score-list argument is refused with exit 2 and a message naming its field."""
     done = decirank("score-list", *arguments)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_progress_label_with_braces_or_brackets_is_shown_as_text():
+    """On a terminal, score-list's bar shows an exec: evaluator's {artifact} and [brackets] as they are."""
+    decirank("artifacts", "put", "run/a", "-", input="[1]")
+    evaluator = "exec:test -s {artifact} && echo [/done]"
+    done = decirank("score-list", "--refs", '["run/a"]', "-e", evaluator, env={**os.environ, "TTY_COMPATIBLE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert "VALID" in done.stdout and "Traceback" not in done.stderr

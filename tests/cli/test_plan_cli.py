@@ -1,20 +1,20 @@
-"""``decirank plan run`` as a real subprocess: the example three-step plan and the seed's step."""
+"""``decirank plan run`` as a real subprocess: the example three-step plan and builtin__rank's documented step."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import decirank
+from tests.cli._run import decirank as decirank_cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-SEED_STEP = """\
+# The plan step of builtin__rank's documentation, verbatim.
+RANK_STEP = """\
 - id: E1
   tool_name: builtin__rank
   input:
@@ -22,13 +22,6 @@ SEED_STEP = """\
     items: "{{input.items}}"
     instructions: "{{input.instructions}}"
 """
-
-
-def decirank_cli(*args, input=None, env=None):
-    return subprocess.run(
-        [sys.executable, "-m", "decirank", *args],
-        capture_output=True, text=True, input=input, timeout=120, env=env, check=False,
-    )
 
 
 @pytest.fixture
@@ -66,23 +59,24 @@ def test_the_example_plan_ranks_filters_and_scores(example_input):
 
 
 def test_the_example_plan_prints_a_table_of_steps(example_input):
-    wide = {**os.environ, "COLUMNS": "200"}  # so no cell wraps
-    done = decirank_cli("plan", "run", str(EXAMPLES / "plan.yaml"), "--input", str(example_input), env=wide)
+    """The human output is one row per step, with what it produced and the model that answered."""
+    done = decirank_cli("plan", "run", str(EXAMPLES / "plan.yaml"), "--input", str(example_input))
     assert done.returncode == 0, done.stderr
     for expected in ("E1", "E2", "E3", "builtin__score_list", "winners: drafts/agent-", "lexical:bm25"):
         assert expected in done.stdout
 
 
-def test_the_seed_plan_step_runs_verbatim_with_an_input_file(tmp_path):
-    """The seed's step as written; the decider role is pointed at lexical through the environment."""
+def test_the_documented_rank_step_runs_verbatim_with_an_input_file(tmp_path):
+    """builtin__rank's documented step as written; the decider role is pointed at lexical through the environment."""
     plan = tmp_path / "plan.yaml"
-    plan.write_text(SEED_STEP)
+    plan.write_text(RANK_STEP)
     data = tmp_path / "input.json"
-    data.write_text(json.dumps({
+    question = {
         "state": {"question": "How long do fleas live?"},
         "items": ["Sourdough bread", "Flea life cycle: how long fleas live", "Stock markets"],
         "instructions": "Which page answers the question?",
-    }))
+    }
+    data.write_text(json.dumps(question))
     env = {**os.environ, "DECIRANK_ROLE_DECIDER": "lexical"}
     done = decirank_cli("plan", "run", str(plan), "--input", str(data), "--json", env=env)
     assert done.returncode == 0, done.stderr
@@ -92,20 +86,28 @@ def test_the_seed_plan_step_runs_verbatim_with_an_input_file(tmp_path):
 
 
 def test_inline_json_and_stdin_input(tmp_path):
+    """--input takes inline JSON, or - for standard input."""
     plan = tmp_path / "plan.yaml"
-    plan.write_text(SEED_STEP.replace('instructions: "{{input.instructions}}"', 'instructions: "Which?"\n    model: lexical'))
-    inline = decirank_cli("plan", "run", str(plan), "--input", '{"state": "fleas", "items": ["bread", "fleas"]}', "--json")
+    plan.write_text(
+        RANK_STEP.replace('instructions: "{{input.instructions}}"', 'instructions: "Which?"\n    model: lexical')
+    )
+    inline_input = '{"state": "fleas", "items": ["bread", "fleas"]}'
+    inline = decirank_cli("plan", "run", str(plan), "--input", inline_input, "--json")
     assert inline.returncode == 0, inline.stderr
     assert json.loads(inline.stdout)["output"]["items"] == ["fleas", "bread"]
-    piped = decirank_cli("plan", "run", str(plan), "--input", "-", "--json", input='{"state": "fleas", "items": ["fleas"]}')
+    piped_input = '{"state": "fleas", "items": ["fleas"]}'
+    piped = decirank_cli("plan", "run", str(plan), "--input", "-", "--json", input=piped_input)
     assert piped.returncode == 0, piped.stderr
     assert json.loads(piped.stdout)["output"]["items"] == ["fleas"]
 
 
 def test_errors_exit_2_with_one_line_naming_the_step(tmp_path):
+    """A bad template path, a tool's refusal, a bad --input and an unknown tool each name where they are."""
     plan = tmp_path / "plan.yaml"
-    plan.write_text(SEED_STEP + "    model: lexical\n- id: E2\n  tool_name: builtin__filter\n  input:\n"
-                    "    items: \"{{E1.itemz}}\"\n    question: \"Is it good?\"\n    state: {}\n    model: lexical\n")
+    plan.write_text(
+        RANK_STEP + "    model: lexical\n- id: E2\n  tool_name: builtin__filter\n  input:\n"
+        '    items: "{{E1.itemz}}"\n    question: "Is it good?"\n    state: {}\n    model: lexical\n'
+    )
     bad_path = decirank_cli("plan", "run", str(plan), "--input", '{"state": 1, "items": ["a"], "instructions": "x"}')
     assert bad_path.returncode == 2
     assert "steps.E2.input.items: {{E1.itemz}}: E1 has no 'itemz' (its keys: items, ranked" in bad_path.stderr
@@ -121,3 +123,15 @@ def test_errors_exit_2_with_one_line_naming_the_step(tmp_path):
     plan.write_text("- id: E1\n  tool_name: builtin__sort\n")
     unknown_tool = decirank_cli("plan", "run", str(plan))
     assert unknown_tool.returncode == 2 and "steps.E1.tool_name: expected one of builtin__rank" in unknown_tool.stderr
+
+
+def test_a_broken_input_file_is_one_line_naming_it(tmp_path):
+    """An --input file of broken YAML, broken JSON or bytes that are not UTF-8 is one line on stderr, exit 2."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(RANK_STEP)
+    broken = {"input.yaml": b"a: [\n", "input.json": b'{"a":\n', "binary.json": b"\xff\xfe{}"}
+    for name, content in broken.items():
+        (tmp_path / name).write_bytes(content)
+        done = decirank_cli("plan", "run", str(plan), "--input", str(tmp_path / name))
+        assert done.returncode == 2, name
+        assert done.stderr.startswith("error: --input: expected ") and len(done.stderr.strip().splitlines()) == 1

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 import decirank as api
 from decirank.stores.runlog import current_runlog
-
-
-def decirank(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "decirank", *args], capture_output=True, text=True, env=env)
+from tests.cli._run import decirank
 
 
 @pytest.fixture
@@ -29,6 +23,7 @@ def recorded():
 
 
 def test_list_shows_runs_newest_first_and_filters(recorded):
+    """runs list gives the newest run first and filters by tool and status; the table shows ids and models."""
     listed = decirank("runs", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     runs = json.loads(listed.stdout)
@@ -43,6 +38,7 @@ def test_list_shows_runs_newest_first_and_filters(recorded):
 
 
 def test_show_gives_the_run_its_model_calls_and_their_requests(recorded):
+    """runs show takes an id prefix and gives the run's inputs and each model call with its request and answers."""
     shown = decirank("runs", "show", recorded[:10], "--json")
     assert shown.returncode == 0, shown.stderr
     run = json.loads(shown.stdout)
@@ -55,6 +51,7 @@ def test_show_gives_the_run_its_model_calls_and_their_requests(recorded):
 
 
 def test_stats_count_runs_and_give_latency_per_model(recorded):
+    """runs stats counts the runs and gives calls and latency per model."""
     stats = json.loads(decirank("runs", "stats", "--json").stdout)
     assert stats["runs"] == 2
     (lexical,) = stats["models"]
@@ -64,9 +61,11 @@ def test_stats_count_runs_and_give_latency_per_model(recorded):
 
 
 def test_path_names_the_file_or_says_off(isolated_user_dir):
+    """runs path prints the log's file, 'off', or a database URL with its password hidden."""
     assert decirank("runs", "path").stdout.strip() == str(isolated_user_dir / "runs.db")
-    assert decirank("runs", "path", env_extra={"DECIRANK_RUNLOG": "off"}).stdout.strip() == "off"
-    hidden = decirank("runs", "path", env_extra={"DECIRANK_DATABASE_URL": "postgresql://me:s3cret@db:5432/runs"})
+    assert decirank("runs", "path", env={**os.environ, "DECIRANK_RUNLOG": "off"}).stdout.strip() == "off"
+    postgres = {**os.environ, "DECIRANK_DATABASE_URL": "postgresql://me:s3cret@db:5432/runs"}
+    hidden = decirank("runs", "path", env=postgres)
     assert hidden.stdout.strip() == "postgresql://me:***@db:5432/runs"
 
 
@@ -80,7 +79,8 @@ def test_path_names_the_file_or_says_off(isolated_user_dir):
     ],
 )
 def test_mistakes_are_one_line_on_stderr_with_exit_2(args, env, message):
-    outcome = decirank(*args, env_extra=env)
+    """An unknown id, a bad status, a log that is off or a bad database URL: one line, exit 2."""
+    outcome = decirank(*args, env={**os.environ, **env})
     assert outcome.returncode == 2
     assert message in outcome.stderr
     assert "Traceback" not in outcome.stderr and len(outcome.stderr.strip().splitlines()) == 1

@@ -5,11 +5,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+from tests.cli._run import decirank
 from tests.loopback import free_port, subprocess_server
 
 KEY = "serve-test-key"
@@ -21,18 +21,6 @@ ITEMS = [
 ]
 # The embedded model joins these checks once its package is in the tree.
 SERVED_MODELS = ["lexical"] + (["local"] if importlib.util.find_spec("decirank.backends.local") else [])
-
-
-def decirank(*args, env, input=None):
-    return subprocess.run(
-        [sys.executable, "-m", "decirank", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        input=input,
-        timeout=120,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +52,7 @@ def items_file(tmp_path):
 
 
 def test_rank_through_the_server_orders_as_the_model_itself(served, items_file, client_env):
+    """rank with systemone:<model> against the server gives the order and probabilities of <model> run here."""
     model, url = served
     common = [
         "rank",
@@ -89,6 +78,7 @@ def test_rank_through_the_server_orders_as_the_model_itself(served, items_file, 
 
 
 def test_rerank_through_the_server_scores_as_the_model_itself(served, client_env):
+    """rerank through the server orders the documents as the same model run here does."""
     model, url = served
     documents = json.dumps([item["title"] for item in ITEMS])
     common = ["rerank", "-", "--query", "fleas on my cat", "--json"]
@@ -100,6 +90,7 @@ def test_rerank_through_the_server_scores_as_the_model_itself(served, client_env
 
 
 def test_a_client_without_the_servers_key_gets_one_clear_line(served, items_file, client_env):
+    """A server started with an API key refuses a client without it, and the client says so in one line."""
     _, url = served
     env = {name: value for name, value in client_env.items() if name != "SYSTEMONE_API_KEY"}
     done = decirank(
@@ -107,3 +98,18 @@ def test_a_client_without_the_servers_key_gets_one_clear_line(served, items_file
     )
     assert done.returncode == 2
     assert "refused the key (401)" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--log-level", "loud"], "Invalid value for '--log-level'"),
+        (["--port", "99999"], "Invalid value for '--port'"),
+        (["--model", "lexicl"], "unknown model or role 'lexicl'"),
+    ],
+)
+def test_bad_options_are_refused_before_serving_in_one_line(option, message):
+    """A log level uvicorn lacks, a port out of range or an unknown model: one line and exit 2, nothing served."""
+    done = decirank("serve", *option)
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1

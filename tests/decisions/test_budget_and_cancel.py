@@ -27,6 +27,7 @@ async def _cancel_while_asking(model: str, backend: ScriptedBackend) -> float:
 
 
 def test_a_cancelled_rerank_returns_at_once_and_is_recorded_as_cancelled():
+    """Cancelling a rerank mid-call ends it within 0.1 s and logs the run and its model call as cancelled."""
     slow = ScriptedBackend(delay=10)
     with use_backend(slow) as model:
         took = asyncio.run(_cancel_while_asking(model, slow))
@@ -38,6 +39,7 @@ def test_a_cancelled_rerank_returns_at_once_and_is_recorded_as_cancelled():
 
 
 def test_a_cancel_is_never_failed_over(use_models, monkeypatch):
+    """A cancelled call to the first model of a role is not retried on the next one."""
     slow, fallback = Alpha("slow", delay=10), Beta("one")
     use_models(slow, fallback)
     monkeypatch.setenv("DECIRANK_ROLE_CHAIN", "alpha:slow,beta:one")
@@ -47,6 +49,7 @@ def test_a_cancel_is_never_failed_over(use_models, monkeypatch):
 
 
 def test_a_50_ms_budget_against_a_slow_model_fails_with_the_timeout_error():
+    """A budget that runs out raises DecisionTimeoutError (also a TimeoutError) on time and logs it on the run."""
     with use_backend(ScriptedBackend(delay=5)) as model:
         started = time.perf_counter()
         with pytest.raises(DecisionTimeoutError) as caught:

@@ -45,6 +45,7 @@ def rerank_two(model: str, **options):
 
 
 def test_a_rate_limit_retries_the_same_model_after_retry_after(use_models, role):
+    """A 429 retries the same model after the retry_after it gave, and each try is its own attempt."""
     limited = Alpha("one", answer=fails_first(2, RateLimitError("slow down", retry_after=0.05)))
     fallback = Beta("one")
     use_models(limited, fallback)
@@ -61,6 +62,7 @@ def test_a_rate_limit_retries_the_same_model_after_retry_after(use_models, role)
 
 
 def test_rate_limit_retries_are_bounded_then_the_next_model_answers(use_models, role):
+    """After MAX_RATE_LIMIT_RETRIES retries of a rate-limited model, the next model answers."""
     use_models(Alpha("one", answer=fails_first(99, RateLimitError("slow down", retry_after=0.01))), Beta("one"))
     result = rerank_two(role("alpha:one", "beta:one"))
     assert result.model == "beta:one"
@@ -71,6 +73,7 @@ def test_rate_limit_retries_are_bounded_then_the_next_model_answers(use_models, 
 
 
 def test_a_retry_after_past_the_budget_moves_on_at_once(use_models, role):
+    """A retry_after longer than the budget left is not waited for: the next model is tried at once."""
     use_models(Alpha("one", answer=fails_first(99, RateLimitError("slow down", retry_after=5))), Beta("one"))
     started = time.perf_counter()
     result = rerank_two(role("alpha:one", "beta:one"), timeout=1)
@@ -90,6 +93,7 @@ def test_a_retry_after_past_the_budget_moves_on_at_once(use_models, role):
     ids=lambda error: type(error).__name__,
 )
 def test_network_timeout_server_and_overload_errors_go_to_the_next_model(use_models, role, error):
+    """Connection, timeout, 5xx and overload errors move to the next model, and the run log keeps the error."""
     use_models(Alpha("one", error=error), Beta("one"))
     result = rerank_two(role("alpha:one", "beta:one"))
     assert result.model == "beta:one"
@@ -100,6 +104,7 @@ def test_network_timeout_server_and_overload_errors_go_to_the_next_model(use_mod
 
 
 def test_an_authentication_error_skips_every_model_of_that_provider(use_models, role):
+    """A refused key skips the provider's other models and goes to the next provider."""
     same_provider = Alpha("two")
     use_models(Alpha("one", error=AuthenticationError("bad key", status=401)), same_provider, Beta("one"))
     result = rerank_two(role("alpha:one", "alpha:two", "beta:one"))
@@ -109,6 +114,7 @@ def test_an_authentication_error_skips_every_model_of_that_provider(use_models, 
 
 
 def test_a_validation_error_is_fatal(use_models, role):
+    """A 422 is raised as it is, without trying any other model."""
     fallback = Beta("one")
     use_models(Alpha("one", error=ModelRequestInvalidError("bad request", status=422)), fallback)
     with pytest.raises(ModelRequestInvalidError):
@@ -120,6 +126,7 @@ def test_a_validation_error_is_fatal(use_models, role):
 
 
 def test_a_too_large_error_goes_only_to_models_with_a_larger_context(use_models, role):
+    """A too-large error skips models whose context is smaller or undeclared."""
     small = Alpha("small", error=TooLargeError("max_tokens_exceeded"), limits=ModelLimits(context_tokens=1000))
     smaller = Alpha("smaller", limits=ModelLimits(context_tokens=800))
     undeclared = Beta("undeclared")
@@ -132,6 +139,7 @@ def test_a_too_large_error_goes_only_to_models_with_a_larger_context(use_models,
 
 
 def test_a_request_over_a_models_declared_limits_skips_it_unsent(use_models, role):
+    """A request over a model's declared limits is never sent to it; the next model answers."""
     narrow = Alpha("narrow", limits=ModelLimits(max_questions=1))
     use_models(narrow, Beta("wide"))
     request = DecisionRequest("state", {"a": LikelihoodQuestion("one?"), "b": LikelihoodQuestion("two?")})
@@ -147,6 +155,7 @@ def test_a_request_over_a_models_declared_limits_skips_it_unsent(use_models, rol
 
 
 def test_an_invalid_answer_is_a_model_failure_and_its_usage_still_counts(use_models, role):
+    """An out-of-range answer fails over, is kept in the log, and its usage still rolls up to the run."""
     out_of_range = Alpha(
         "one",
         answer=lambda request: {qid: LikelihoodAnswer(1.5) for qid in request.questions},
@@ -164,6 +173,7 @@ def test_an_invalid_answer_is_a_model_failure_and_its_usage_still_counts(use_mod
 
 
 def test_when_every_model_fails_the_error_carries_each_attempt(use_models, role):
+    """When every model fails, AllModelsFailedError carries each model's error and the log shows each attempt."""
     use_models(Alpha("one", error=ServerError("boom", status=500)), Beta("one", error=OverloadedError("busy")))
     with pytest.raises(AllModelsFailedError) as caught:
         rerank_two(role("alpha:one", "beta:one"))
@@ -175,6 +185,7 @@ def test_when_every_model_fails_the_error_carries_each_attempt(use_models, role)
 
 
 def test_a_single_models_failure_is_raised_as_its_own_error(use_models):
+    """With one model in the chain, its own error is raised, not AllModelsFailedError."""
     (model,) = use_models(Alpha("one", error=ServerError("boom", status=503)))
     with pytest.raises(ServerError):
         rerank_two(model)
@@ -201,6 +212,7 @@ class _Model:
 
 
 def test_the_policy_alone_orders_retries_skips_and_fatal_errors():
+    """The policy alone retries a 429 a bounded number of times, skips smaller contexts and raises fatal errors."""
     chain = [_Model("a:1", 100), _Model("a:2", 500), _Model("b:1", 50), _Model("b:2", 900)]
     policy = Failover(chain, max_rate_limit_retries=1)
     assert policy.next_model().name == "a:1"
@@ -216,6 +228,7 @@ def test_the_policy_alone_orders_retries_skips_and_fatal_errors():
 
 
 def test_the_policy_does_not_wait_past_the_budget():
+    """The policy moves on rather than wait longer than the budget left, and treats an invalid answer as a failure."""
     policy = Failover([_Model("a:1"), _Model("b:1")])
     assert policy.after_failure(RateLimitError("429", retry_after=2), remaining_budget=1.0) is None
     assert policy.next_model().name == "b:1"
@@ -224,6 +237,7 @@ def test_the_policy_does_not_wait_past_the_budget():
 
 
 def test_a_model_that_stays_rate_limited_fails_with_its_own_error(use_models, role):
+    """A lone model that stays rate-limited fails with RateLimitError after its bounded retries."""
     use_models(Alpha("one", answer=fails_first(99, RateLimitError("slow", retry_after=0.01))))
     with pytest.raises(RateLimitError):
         rerank_two(role("alpha:one"), timeout=5)

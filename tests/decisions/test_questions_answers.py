@@ -20,6 +20,7 @@ from decirank.errors import InvalidAnswerError, InvalidInputError, LimitExceeded
 
 
 def test_questions_check_their_shape():
+    """Questions refuse option and level counts no model could answer, blank text and empty requests."""
     with pytest.raises(InvalidInputError, match="2 to 255 options"):
         ChoiceQuestion("Which?", {"a": "only one"})
     with pytest.raises(InvalidInputError, match="2 to 255 options"):
@@ -33,6 +34,7 @@ def test_questions_check_their_shape():
 
 
 def test_choice_and_score_readouts():
+    """A choice answer reads out its top key and confidence; a score answer its expected and scaled level."""
     answer = ChoiceAnswer({"a": 0.2, "b": 0.7, "c": 0.1})
     assert answer.choice == "b"
     assert answer.confidence == pytest.approx((3 * 0.7 - 1) / 2)
@@ -41,6 +43,7 @@ def test_choice_and_score_readouts():
 
 
 def test_usage_adds_up_and_keeps_unknown_cost_unknown():
+    """Usage sums tokens and calls, and a cost stays None only while no call knew its cost."""
     total = Usage(input_tokens=3, calls=1) + Usage(input_tokens=4, calls=1)
     assert total.input_tokens == 7 and total.calls == 2 and total.cost is None
     assert (Usage(cost=0.5) + Usage()).cost == 0.5
@@ -62,6 +65,7 @@ GOOD = {
 
 
 def test_check_response_accepts_well_formed_answers():
+    """Answers of the right kind, in range and summing to about 1 pass the check."""
     check_response(REQUEST, DecisionResponse("m:x", GOOD))
 
 
@@ -78,6 +82,7 @@ def test_check_response_accepts_well_formed_answers():
     ],
 )
 def test_check_response_rejects_what_would_invent_a_score(replacement, message):
+    """A missing, non-finite, out-of-range, mismatched or non-summing answer is an InvalidAnswerError."""
     answers = {**GOOD, **replacement}
     answers = {key: value for key, value in answers.items() if value is not None}
     with pytest.raises(InvalidAnswerError, match=message):
@@ -85,6 +90,7 @@ def test_check_response_rejects_what_would_invent_a_score(replacement, message):
 
 
 def test_limits_combine_to_the_tightest_and_refuse_oversized_requests():
+    """Combined limits are the tightest of each, and a request over them raises LimitExceededError."""
     combined = ModelLimits.combine([ModelLimits(max_options=255, max_questions=None), ModelLimits(max_options=208, max_questions=30)])
     assert combined.max_options == 208 and combined.max_questions == 30
     three_options = DecisionRequest(state="s", questions={"q": ChoiceQuestion("Which?", {"a": "A", "b": "B", "c": "C"})})

@@ -32,12 +32,14 @@ def config(isolated_user_dir):
 
 
 def test_without_a_config_the_decider_is_the_embedded_model():
+    """With no config, 'decider' is the only role and it resolves to the embedded local model."""
     chain = resolve_chain("decider")
     assert chain.full_model_names() == ["local:default"]
     assert role_names() == ["decider"]
 
 
 def test_a_configured_role_is_its_chain_of_models_in_order(config, use_models):
+    """A role in the config file resolves to its models, in the order given."""
     use_models(Alpha("one"), Beta("one"))
     config('[roles.decider]\nmodels = ["alpha:one", "beta:one", "lexical"]\n')
     decider = Decider.resolve()
@@ -46,6 +48,7 @@ def test_a_configured_role_is_its_chain_of_models_in_order(config, use_models):
 
 
 def test_tools_ask_the_configured_default_role(config, use_models):
+    """A tool called without a model asks the models the config gives 'decider'."""
     first = Alpha("one")
     use_models(first)
     config('[roles.decider]\nmodels = ["alpha:one"]\n')
@@ -54,6 +57,7 @@ def test_tools_ask_the_configured_default_role(config, use_models):
 
 
 def test_the_environment_names_a_role_and_wins_over_the_file(config, monkeypatch):
+    """DECIRANK_ROLE_<NAME> defines a role and overrides the same role in the file."""
     config('[roles.fast]\nmodels = ["local"]\n')
     monkeypatch.setenv("DECIRANK_ROLE_FAST", "lexical, lexical:bm25")
     assert Decider.resolve("fast").model_names == ["lexical:bm25", "lexical:bm25"]
@@ -61,6 +65,7 @@ def test_the_environment_names_a_role_and_wins_over_the_file(config, monkeypatch
 
 
 def test_provider_options_from_the_config_reach_every_backend_of_that_provider(config):
+    """A provider's config options reach its backends, and options given in code win over them."""
     created = []
 
     def factory(model, **options):
@@ -95,6 +100,7 @@ def test_provider_options_from_the_config_reach_every_backend_of_that_provider(c
     ],
 )
 def test_a_malformed_config_is_a_config_error_naming_the_file_and_key(config, text, names):
+    """Each kind of bad config is a ConfigError naming the file and the offending key."""
     path = config(text)
     with pytest.raises(ConfigError) as caught:
         Decider.resolve()
@@ -103,6 +109,7 @@ def test_a_malformed_config_is_a_config_error_naming_the_file_and_key(config, te
 
 
 def test_a_key_in_the_config_is_refused_without_echoing_it(config):
+    """An API key in the config file is refused, and the error does not repeat the secret."""
     config('[providers.lexical]\napi_key = "sk-secret"\n')
     with pytest.raises(ConfigError) as caught:
         Decider.resolve("lexical")
@@ -111,6 +118,7 @@ def test_a_key_in_the_config_is_refused_without_echoing_it(config):
 
 
 def test_an_unknown_role_suggests_a_configured_one(config):
+    """A misspelt role name is an UnknownModelError suggesting the configured role."""
     config('[roles.reviewer]\nmodels = ["lexical"]\n')
     with pytest.raises(UnknownModelError) as caught:
         Decider.resolve("reviewr")
@@ -118,6 +126,7 @@ def test_an_unknown_role_suggests_a_configured_one(config):
 
 
 def test_the_config_is_read_again_when_it_changes(config):
+    """A change to the config file is picked up by the next resolve."""
     config('[roles.decider]\nmodels = ["lexical"]\n')
     assert Decider.resolve().model_names == ["lexical:bm25"]
     config('[roles.decider]\nmodels = ["lexical", "lexical:bm25", "lexical"]\n')
@@ -125,6 +134,7 @@ def test_the_config_is_read_again_when_it_changes(config):
 
 
 def test_decirank_models_shows_each_roles_resolved_chain(config):
+    """'decirank models --json' lists every role with its models' full names."""
     config('[roles.decider]\nmodels = ["lexical"]\n[roles.backup]\nmodels = ["lexical:bm25", "local"]\n')
     listed = subprocess.run(
         [sys.executable, "-m", "decirank", "models", "--json"], capture_output=True, text=True, check=True
@@ -134,8 +144,9 @@ def test_decirank_models_shows_each_roles_resolved_chain(config):
 
 
 def test_decirank_models_reports_a_bad_config_in_one_line(config):
+    """'decirank models' on a bad config exits 2 with a one-line error and no traceback."""
     config("[roles.decider]\nmodels = 5\n")
-    listed = subprocess.run([sys.executable, "-m", "decirank", "models"], capture_output=True, text=True)
+    listed = subprocess.run([sys.executable, "-m", "decirank", "models"], capture_output=True, text=True, check=False)
     assert listed.returncode == 2
     assert "roles.decider.models" in listed.stderr
     assert "Traceback" not in listed.stderr and len(listed.stderr.strip().splitlines()) == 1

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,6 +16,7 @@ pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters
 
 import decirank
+from tests.loopback import free_port, subprocess_server
 
 ITEMS = [
     {"title": "fleas and their life cycle", "url": "a"},
@@ -41,8 +39,8 @@ def with_stdio_client(scenario: Callable[[Client], Awaitable[Any]], *server_args
     return anyio.run(main)
 
 
-def test_lists_the_four_tools_with_seed_schemas_and_read_only_hints():
-    """tools/list carries every tool with the seeds' field names, required fields and read-only annotations."""
+def test_lists_the_four_tools_with_documented_schemas_and_read_only_hints():
+    """tools/list carries every tool with its documented field names, required fields and read-only annotations."""
 
     async def scenario(client: Client):
         return {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -51,7 +49,8 @@ def test_lists_the_four_tools_with_seed_schemas_and_read_only_hints():
     assert set(tools) == {"builtin__rank", "builtin__rerank", "builtin__filter", "builtin__score_list"}
 
     rank = tools["builtin__rank"]
-    assert set(rank.input_schema["properties"]) == {"describe", "instructions", "items", "model", "none", "state", "top_k"}
+    rank_inputs = {"describe", "instructions", "items", "model", "none", "state", "top_k"}
+    assert set(rank.input_schema["properties"]) == rank_inputs
     assert set(rank.input_schema["required"]) == {"instructions", "items", "state"}
     assert rank.input_schema["properties"]["instructions"]["description"] == "The choice question"
     assert rank.input_schema["properties"]["items"]["description"] == "The list, usually a template like {{E1.results}}"
@@ -76,16 +75,16 @@ def test_lists_the_four_tools_with_seed_schemas_and_read_only_hints():
 
 
 def test_rank_rerank_and_filter_answer_with_structured_results():
-    """Each read-only tool runs on the lexical backend and returns its JSON shape, checked against its output schema."""
+    """Each read-only tool runs on the lexical backend and returns its JSON shape, checked by its output schema."""
 
     async def scenario(client: Client):
         rank = await client.call_tool("builtin__rank", {
             "items": ITEMS, "instructions": "Which page is about fleas?", "state": {"question": "flea life cycle"},
             "describe": "title", "top_k": 2, "model": "lexical",
         })
+        documents = ["bread baking", {"id": "x", "text": "fleas and their life cycle"}]
         rerank = await client.call_tool("builtin__rerank", {
-            "query": "flea life cycle", "documents": ["bread baking", {"id": "x", "text": "fleas and their life cycle"}],
-            "model": "lexical",
+            "query": "flea life cycle", "documents": documents, "model": "lexical",
         })
         kept = await client.call_tool("builtin__filter", {
             "items": ITEMS, "question": "Is this page about fleas?", "state": {"question": "fleas"},
@@ -179,42 +178,23 @@ def test_bad_input_is_an_error_result_naming_the_field_and_the_server_keeps_serv
     assert not still_fine.is_error and still_fine.structured_content["results"] == []
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_streamable_http_transport_serves_the_same_tools():
     """``decirank mcp --transport http`` listens on /mcp and answers a tool call."""
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "decirank", "mcp", "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert server.poll() is None, server.stderr.read()
-                assert time.monotonic() < deadline, "the HTTP server did not start"
-                time.sleep(0.1)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "decirank", "mcp", "--transport", "http", "--port", str(port)]
 
-        async def main():
-            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client:
-                names = [tool.name for tool in (await client.list_tools()).tools]
-                result = await client.call_tool("builtin__rank", {
-                    "items": ["bread", "flea eggs"], "instructions": "Which is about fleas?", "state": "fleas",
-                    "model": "lexical",
-                })
-                return names, result
+    async def main():
+        async with Client(f"{url}/mcp", read_timeout_seconds=60) as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            result = await client.call_tool("builtin__rank", {
+                "items": ["bread", "flea eggs"], "instructions": "Which is about fleas?", "state": "fleas",
+                "model": "lexical",
+            })
+            return names, result
 
+    # Any HTTP answer on /mcp (a plain GET is refused) means the server is up.
+    with subprocess_server(command, url, ready_path="/mcp"):
         names, result = anyio.run(main)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     assert "builtin__rank" in names
     assert not result.is_error and result.structured_content["items"][0] == "flea eggs"

@@ -10,6 +10,7 @@ WITHOUT_SDK = "import sys; sys.modules['mcp'] = None; from decirank.cli import m
 
 
 def test_a_missing_sdk_is_a_one_line_error_with_the_fix():
+    """decirank mcp without the SDK exits 2 with one line naming the package to install."""
     done = subprocess.run([sys.executable, "-c", WITHOUT_SDK], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "the MCP SDK (package mcp) is not installed; fix it with: pip install 'decirank[mcp]'" in done.stderr

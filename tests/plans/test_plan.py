@@ -6,7 +6,8 @@ import pytest
 
 from decirank.plans import InvalidPlanError, Plan, PlanError, TemplateError, load_plan
 
-SEED_STEP = """
+# The plan step of builtin__rank's documentation, verbatim.
+RANK_STEP = """
 - id: E1
   tool_name: builtin__rank
   input:
@@ -21,18 +22,20 @@ def step(step_id="E1", tool_name="builtin__rank", **tool_input):
     return {"id": step_id, "tool_name": tool_name, "input": tool_input}
 
 
-def test_the_seed_plan_step_loads_as_written():
-    plan = load_plan(SEED_STEP)
+def test_the_documented_rank_step_loads_as_written():
+    """builtin__rank's documented plan step loads as written, its templates kept unresolved."""
+    plan = load_plan(RANK_STEP)
     assert plan.step_ids == ["E1"]
     assert plan.steps[0].tool_name == "builtin__rank"
     assert plan.steps[0].input["items"] == "{{input.items}}"
 
 
 def test_a_plan_is_a_list_or_a_mapping_with_steps_from_data_text_or_a_file(tmp_path):
+    """A plan loads from a list of steps, a {steps} mapping, YAML text or a file, and a Plan is taken as it is."""
     as_list = load_plan([step()])
     assert load_plan({"steps": [step()]}) == as_list
     path = tmp_path / "plan.yaml"
-    path.write_text(SEED_STEP)
+    path.write_text(RANK_STEP)
     assert load_plan(path).step_ids == ["E1"]
     assert load_plan(as_list) is as_list
 
@@ -57,6 +60,7 @@ def test_a_plan_is_a_list_or_a_mapping_with_steps_from_data_text_or_a_file(tmp_p
     ],
 )
 def test_malformed_plans_are_refused_naming_the_field(steps, field, message):
+    """Each malformation is an InvalidPlanError whose message starts with the field it is in."""
     with pytest.raises(InvalidPlanError) as caught:
         load_plan(steps)
     assert caught.value.field == field
@@ -77,11 +81,15 @@ def test_a_tag_naming_a_later_or_unknown_step_is_refused_before_running():
         load_plan(own)
 
     deep = [step("E1"), step("E2", items=[], instructions="Q: {{E9.x}}", state={"q": ["{{input.q}}"]})]
-    with pytest.raises(TemplateError, match=r"steps.E2.input.instructions: \{\{E9.x\}\} names no earlier step \(it can use: input, E1\)"):
+    with pytest.raises(
+        TemplateError,
+        match=r"steps.E2.input.instructions: \{\{E9.x\}\} names no earlier step \(it can use: input, E1\)",
+    ):
         load_plan(deep)
 
 
 def test_bad_yaml_and_missing_files_are_plan_errors(tmp_path):
+    """Unparsable YAML names its line, and a file that cannot be read says so, both as InvalidPlanError."""
     with pytest.raises(InvalidPlanError, match=r"^plan: not valid YAML at line \d+: "):
         load_plan("- id: E1\n  input: [unclosed\n")
     broken = tmp_path / "broken.yaml"
@@ -92,7 +100,16 @@ def test_bad_yaml_and_missing_files_are_plan_errors(tmp_path):
         load_plan(tmp_path / "nope.yaml")
 
 
+def test_a_plan_file_that_is_not_utf8_is_a_plan_error(tmp_path):
+    """Bytes that are not UTF-8 are refused as an InvalidPlanError naming the file, not a decoding crash."""
+    binary = tmp_path / "plan.yaml"
+    binary.write_bytes(b"\xff\xfe- id: E1\n")
+    with pytest.raises(InvalidPlanError, match=r"^plan: '.*plan.yaml' is not UTF-8 text \(byte 0\)$"):
+        load_plan(binary)
+
+
 def test_plan_errors_serialise_with_step_and_field():
+    """A plan error's to_dict carries its type, message, step and field."""
     with pytest.raises(PlanError) as caught:
         load_plan([step(), step()])
     assert caught.value.to_dict() == {
@@ -104,5 +121,6 @@ def test_plan_errors_serialise_with_step_and_field():
 
 
 def test_a_plan_round_trips_through_to_dict():
-    plan = load_plan(SEED_STEP)
+    """Plan.from_data(plan.to_dict()) gives back an equal plan."""
+    plan = load_plan(RANK_STEP)
     assert Plan.from_data(plan.to_dict()) == plan

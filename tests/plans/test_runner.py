@@ -9,7 +9,8 @@ from decirank.errors import InvalidInputError, UnknownModelError
 from decirank.plans import PlanResult, StepFailedError, TemplateError, arun_plan, load_plan, run_plan
 from decirank.stores.runlog import current_runlog
 
-SEED_STEP = """
+# The plan step of builtin__rank's documentation, verbatim.
+RANK_STEP = """
 - id: E1
   tool_name: builtin__rank
   input:
@@ -43,10 +44,10 @@ TWO_STEPS = """
 """
 
 
-def test_the_seed_plan_step_runs_as_written(monkeypatch):
-    """The seed's step, verbatim (no model: the decider role, here pointed at lexical), ranks the input's items."""
+def test_the_documented_rank_step_runs_as_written(monkeypatch):
+    """The documented step, verbatim (no model: the decider role, here pointed at lexical), ranks the input's items."""
     monkeypatch.setenv("DECIRANK_ROLE_DECIDER", "lexical")
-    result = run_plan(SEED_STEP, {"state": {"question": "flea life cycle"}, "items": ["bread", "flea facts", "stocks"],
+    result = run_plan(RANK_STEP, {"state": {"question": "flea life cycle"}, "items": ["bread", "flea facts", "stocks"],
                                   "instructions": "Which one answers the question?"})
     assert isinstance(result, PlanResult)
     assert [step.id for step in result.steps] == ["E1"]
@@ -71,6 +72,7 @@ def test_outputs_flow_into_later_steps_through_templates():
 
 
 def test_the_async_twin_gives_the_same_result():
+    """arun_plan gives the same steps and outputs as run_plan."""
     def answers(result: PlanResult) -> list:
         return [result.step("E1").output["ranked"], result.step("E2").output["results"]]
 
@@ -92,12 +94,15 @@ def test_a_tool_error_names_the_step_and_the_located_field():
 
 
 def test_a_model_error_in_a_later_step_names_that_step():
+    """An unknown model in the second step fails as that step, carrying the UnknownModelError."""
     plan = load_plan(TWO_STEPS).to_dict()
     plan["steps"][1]["input"]["model"] = "lexicl"
     with pytest.raises(StepFailedError) as caught:
         run_plan(plan, {"pages": PAGES, "topic": "fleas"})
     assert caught.value.step == "E2" and isinstance(caught.value.error, UnknownModelError)
-    assert str(caught.value).startswith("step E2 (builtin__rerank) failed: UnknownModelError: unknown model or role 'lexicl'")
+    assert str(caught.value).startswith(
+        "step E2 (builtin__rerank) failed: UnknownModelError: unknown model or role 'lexicl'"
+    )
 
 
 def test_a_path_missing_at_run_time_is_a_template_error_listing_the_keys():
@@ -121,6 +126,7 @@ def test_a_plan_is_a_parent_run_with_its_steps_as_children():
 
 
 def test_a_failed_plan_is_recorded_as_failed_with_the_step_error():
+    """A plan whose step fails is a failed run in the run log, with the located step error."""
     with pytest.raises(StepFailedError):
         run_plan(TWO_STEPS, {"pages": "not a list", "topic": "fleas"})
     plan_run = current_runlog().runs(tool="plan")[0]
@@ -131,8 +137,13 @@ def test_a_failed_plan_is_recorded_as_failed_with_the_step_error():
 def test_the_default_model_runs_a_plan_end_to_end():
     """With the embedded model installed, a plan without any model setting ranks sensibly."""
     pytest.importorskip("decirank.backends.local")
-    result = run_plan(SEED_STEP, {"state": {"question": "How long do fleas live?"},
-                                  "items": ["Sourdough bread recipe", "The flea life cycle and lifespan", "Stock market basics"],
-                                  "instructions": "Which page answers the question?"})
+    result = run_plan(
+        RANK_STEP,
+        {
+            "state": {"question": "How long do fleas live?"},
+            "items": ["Sourdough bread recipe", "The flea life cycle and lifespan", "Stock market basics"],
+            "instructions": "Which page answers the question?",
+        },
+    )
     assert result.output["items"][0] == "The flea life cycle and lifespan"
     assert result.output["model"].startswith("local")

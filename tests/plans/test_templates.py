@@ -10,7 +10,10 @@ CONTEXT = {
     "input": {"state": {"question": "flea life"}, "items": ["a", "b", "c"], "name": "Ada", "n": 3},
     "E1": {
         "items": ["flea facts", "bread"],
-        "ranked": [{"item": "flea facts", "index": 1, "probability": 0.75}, {"item": "bread", "index": 0, "probability": 0.25}],
+        "ranked": [
+            {"item": "flea facts", "index": 1, "probability": 0.75},
+            {"item": "bread", "index": 0, "probability": 0.25},
+        ],
         "none": None,
     },
 }
@@ -67,6 +70,7 @@ def test_templates_resolve_inside_nested_mappings_and_lists():
 
 
 def test_text_without_tags_and_non_strings_are_left_alone():
+    """Text without a tag, numbers and booleans come back unchanged."""
     assert resolve("no tags {here}") == "no tags {here}"
     assert resolve(0.5) == 0.5
     assert resolve(True) is True
@@ -83,6 +87,7 @@ def test_a_bad_key_lists_the_keys_that_exist_there():
 
 
 def test_a_bad_path_deeper_down_says_how_far_it_got():
+    """A path that fails deep down names the part it reached and what was there."""
     with pytest.raises(TemplateError, match=r"E1.ranked.0 has no 'score' \(its keys: item, index, probability\)"):
         resolve("{{E1.ranked.0.score}}")
     with pytest.raises(TemplateError, match=r"E1.items has no '5' \(it is a list of 2: indices 0 to 1, or length\)"):
@@ -92,6 +97,7 @@ def test_a_bad_path_deeper_down_says_how_far_it_got():
 
 
 def test_a_missing_step_lists_what_can_be_used():
+    """A tag naming an unknown root names the field it is in and the roots that exist."""
     with pytest.raises(TemplateError) as caught:
         resolve({"state": {"q": "{{E7.items}}"}})
     assert caught.value.field == "steps.E2.input.state.q"
@@ -99,6 +105,7 @@ def test_a_missing_step_lists_what_can_be_used():
 
 
 def test_a_malformed_tag_is_an_error():
+    """An empty tag or one with an empty path part is a TemplateError."""
     with pytest.raises(TemplateError, match="is not a dot path"):
         resolve("{{E1..items}}")
     with pytest.raises(TemplateError, match="is not a dot path"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+import decirank
 from decirank.errors import ServerError
 from decirank.server import create_app
 from decirank.testing import ScriptedBackend, use_backend
@@ -33,11 +34,8 @@ def client(url):
 
 
 def test_health_and_docs_need_no_key(client):
-    assert client.get("/healthz").json() == {
-        "status": "ok",
-        "version": client.get("/healthz").json()["version"],
-        "model": "lexical",
-    }
+    """/healthz names the version and the model, and the OpenAPI docs list every endpoint, without a key."""
+    assert client.get("/healthz").json() == {"status": "ok", "version": decirank.__version__, "model": "lexical"}
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/rank", "/v1/rerank", "/v1/filter", "/v1/systemone", "/v1/decisions", "/v1/runs", "/healthz"} <= set(
         paths
@@ -45,7 +43,8 @@ def test_health_and_docs_need_no_key(client):
     assert client.get("/docs").status_code == 200
 
 
-def test_rank_takes_and_gives_the_seed_shape(client):
+def test_rank_takes_and_gives_the_documented_shape(client):
+    """/v1/rank takes builtin__rank's documented input and answers with its output shape."""
     body = {
         "items": [{"title": "bread"}, {"title": "fleas on dogs"}, {"title": "cars"}],
         "instructions": "Which is about fleas?",
@@ -63,6 +62,7 @@ def test_rank_takes_and_gives_the_seed_shape(client):
 
 
 def test_rerank_speaks_cohere(client):
+    """/v1/rerank answers Cohere's shape: results by index, best first, cut to top_n, with token counts in meta."""
     response = client.post("/v1/rerank", json={"query": "fleas", "documents": DOCUMENTS, "top_n": 2})
     data = response.json()
     assert [r["index"] for r in data["results"]] == [2, 1] or [r["index"] for r in data["results"]] == [1, 2]
@@ -74,6 +74,7 @@ def test_rerank_speaks_cohere(client):
 
 
 def test_rerank_returns_documents_as_cohere_does(client):
+    """With return_documents, a text comes back as {text} and an object document as it was sent."""
     data = client.post("/v1/rerank", json={"query": "bread", "documents": DOCUMENTS, "return_documents": True}).json()
     by_index = {r["index"]: r["document"] for r in data["results"]}
     assert by_index[0] == {"text": "bread baking at home"}
@@ -82,6 +83,7 @@ def test_rerank_returns_documents_as_cohere_does(client):
 
 
 def test_filter_keeps_what_is_likely_enough(client):
+    """/v1/filter keeps the items at min_confidence or more and lists the rest as dropped."""
     body = {"items": ["fleas on dogs", "bread"], "question": "Is it about fleas?", "state": "fleas"}
     probabilities = [d["probability"] for d in client.post("/v1/filter", json=body).json()["decisions"]]
     assert probabilities[0] > probabilities[1]
@@ -99,6 +101,7 @@ SYSTEMONE_QUESTIONS = {
 
 @pytest.mark.parametrize("model", [None, "jev-latest", "lexical", "lexical:bm25"])
 def test_systemone_answers_any_client_with_the_models_it_runs(client, model):
+    """/v1/systemone answers every question type with the server's model, whatever hosted model the client names."""
     body = {"state": {"note": "my dog has fleas"}, "questions": SYSTEMONE_QUESTIONS}
     if model:
         body["model"] = model
@@ -112,6 +115,7 @@ def test_systemone_answers_any_client_with_the_models_it_runs(client, model):
 
 
 def test_decisions_answer_in_question_order_with_names_as_given(client):
+    """/v1/decisions answers in question order, each with the name it was asked with (or none)."""
     body = {
         "model": "gpt-6-luna",
         "input": [{"role": "user", "content": [{"type": "input_text", "text": "my dog has fleas"}]}],
@@ -132,6 +136,7 @@ def test_decisions_answer_in_question_order_with_names_as_given(client):
 
 
 def test_runs_lists_the_calls_the_server_made(client):
+    """/v1/runs lists the server's tool runs; one run is found by id prefix, an unknown one is a 404."""
     made = client.post("/v1/rank", json={"items": ["a", "b"], "instructions": "Which?", "state": "a"}).json()
     listed = client.get("/v1/runs", params={"tool": "rank"}).json()
     assert listed["enabled"] and made["run_id"] in [run["id"] for run in listed["runs"]]
@@ -204,6 +209,7 @@ BAD_BODIES = [
 
 @pytest.mark.parametrize(("path", "body", "location"), BAD_BODIES)
 def test_bad_input_is_a_422_naming_the_field(client, path, body, location):
+    """Each malformed or meaningless body is a 422 whose detail locates the field."""
     response = client.post(path, json=body)
     assert response.status_code == 422, response.text
     locations = [item["loc"] for item in response.json()["detail"]]
@@ -211,11 +217,13 @@ def test_bad_input_is_a_422_naming_the_field(client, path, body, location):
 
 
 def test_a_body_that_is_not_json_is_a_422(client):
+    """A body that does not parse as JSON is a 422, not a 500."""
     response = client.post("/v1/rank", content=b"{not json", headers={"content-type": "application/json"})
     assert response.status_code == 422
 
 
 def test_a_body_over_the_limit_is_a_413_declared_or_streamed(client):
+    """A body over the limit is a 413, whether its length is declared or it arrives in chunks."""
     big = {"query": "q", "documents": ["x" * 1000] * 30}
     assert client.post("/v1/rerank", json=big).status_code == 413
 
@@ -230,9 +238,7 @@ def test_a_body_over_the_limit_is_a_413_declared_or_streamed(client):
 
 def test_score_list_ranks_artifacts_of_the_servers_store(client):
     """/v1/score_list resolves refs server-side and refuses exec: evaluators unless allowed."""
-    from decirank import ArtifactStore
-
-    with ArtifactStore() as store:
+    with decirank.ArtifactStore() as store:
         store.put("run9/good", '{"ok": true}')
         store.put("run9/bad", "{nope")
     body = {"refs": ["run9/bad", "run9/good"], "evaluator": "validate:json", "top_k": 1}
@@ -245,9 +251,8 @@ def test_score_list_ranks_artifacts_of_the_servers_store(client):
 
 
 def test_an_operator_may_allow_exec_evaluators():
-    from decirank import ArtifactStore
-
-    with ArtifactStore() as store:
+    """A server created with allow_exec runs exec: evaluators over its stored artifacts."""
+    with decirank.ArtifactStore() as store:
         store.put("run9/good", '{"ok": true}')
     with ThreadedServer(create_app("lexical", allow_exec=True)) as url:
         body = {"refs": ["run9/good"], "evaluator": "exec:python -m json.tool {artifact}"}
@@ -259,6 +264,7 @@ def test_an_operator_may_allow_exec_evaluators():
 
 
 def test_an_api_key_guards_every_v1_endpoint():
+    """With an API key, /v1 wants that Bearer key (401 otherwise) while /healthz stays open."""
     with ThreadedServer(create_app("lexical", api_key="s3cret")) as url:
         body = {"items": ["a", "b"], "instructions": "Which?", "state": 1}
         assert httpx.post(f"{url}/v1/rank", json=body).status_code == 401
@@ -269,6 +275,7 @@ def test_an_api_key_guards_every_v1_endpoint():
 
 
 def test_a_failed_model_is_a_502_with_the_typed_error():
+    """A model that fails makes a 502 carrying the typed error, never an invented score."""
     failing = ScriptedBackend("down", error=ServerError("upstream is down", model="scripted:down", status=503))
     with use_backend(failing) as model, ThreadedServer(create_app(model)) as url:
         response = httpx.post(f"{url}/v1/rerank", json={"query": "q", "documents": ["a"]})
@@ -282,6 +289,7 @@ def test_a_failed_model_is_a_502_with_the_typed_error():
 
 
 def test_a_spent_budget_is_a_504():
+    """A request whose time budget runs out is a 504 with DecisionTimeoutError."""
     slow = ScriptedBackend("slow", delay=2.0)
     with use_backend(slow) as model, ThreadedServer(create_app(model)) as url:
         response = httpx.post(f"{url}/v1/rerank", json={"query": "q", "documents": ["a"], "timeout": 0.2})

@@ -22,6 +22,7 @@ def paid_backend():
 
 
 def test_off_by_default_every_call_reaches_the_model(isolated_user_dir):
+    """Without a setting, the cache is off: every call reaches the model and no cache file is made."""
     backend = paid_backend()
     with use_backend(backend) as model:
         decirank.rerank("fleas", ["a dog", "a cat"], model=model)
@@ -31,6 +32,7 @@ def test_off_by_default_every_call_reaches_the_model(isolated_user_dir):
 
 
 def test_an_identical_call_is_answered_from_the_cache_and_recorded_as_a_hit(monkeypatch):
+    """With the cache on, a repeated call costs nothing and is logged as a cached model call."""
     monkeypatch.setenv("DECIRANK_CACHE", "on")
     backend = paid_backend()
     with use_backend(backend) as model:
@@ -49,6 +51,7 @@ def test_an_identical_call_is_answered_from_the_cache_and_recorded_as_a_hit(monk
 
 
 def test_a_different_state_question_or_model_is_a_miss(monkeypatch):
+    """A change to the state, a question or the model misses the cache."""
     monkeypatch.setenv("DECIRANK_CACHE", "on")
     backend = paid_backend()
     with use_backend(backend) as model:
@@ -63,6 +66,7 @@ def test_a_different_state_question_or_model_is_a_miss(monkeypatch):
 
 
 def test_the_config_file_can_turn_it_on_and_the_environment_wins(isolated_user_dir, monkeypatch):
+    """'[cache] enabled = true' turns the cache on, and DECIRANK_CACHE=off overrides it."""
     isolated_user_dir.mkdir(parents=True)
     (isolated_user_dir / "config.toml").write_text("[cache]\nenabled = true\n")
     backend = paid_backend()
@@ -76,6 +80,7 @@ def test_the_config_file_can_turn_it_on_and_the_environment_wins(isolated_user_d
 
 
 def test_failed_answers_are_not_cached(monkeypatch):
+    """An answer that fails the response check is not stored, so the model is asked again."""
     monkeypatch.setenv("DECIRANK_CACHE", "on")
     broken = ScriptedBackend(answer=lambda request: {qid: LikelihoodAnswer(2.0) for qid in request.questions})
     with use_backend(broken) as model:
@@ -86,6 +91,7 @@ def test_failed_answers_are_not_cached(monkeypatch):
 
 
 def test_a_wrong_setting_is_a_config_error(monkeypatch):
+    """An unknown DECIRANK_CACHE value is a ConfigError naming the variable."""
     monkeypatch.setenv("DECIRANK_CACHE", "sometimes")
     with pytest.raises(ConfigError) as caught:
         decirank.rank(["a", "b"], "Which?", {}, model="lexical")
@@ -93,6 +99,7 @@ def test_a_wrong_setting_is_a_config_error(monkeypatch):
 
 
 def test_the_cache_file_round_trips_every_answer_kind(tmp_path):
+    """Likelihood, choice and score answers come back from the file as they were stored."""
     cache = DecisionCache.open(tmp_path / "cache.db")
     request = DecisionRequest(
         {"k": [1, 2]},
@@ -112,3 +119,17 @@ def test_the_cache_file_round_trips_every_answer_kind(tmp_path):
     assert hit is not None and hit.cached and dict(hit.answers) == answers
     assert cache.get("scripted:y", request) is None
     assert DecisionCache.open(tmp_path / "cache.db").count() == 1
+
+
+def test_a_row_this_version_cannot_read_is_a_miss(tmp_path):
+    """A stored answer in a shape no version wrote reads as a miss, so the model is asked again."""
+    cache = DecisionCache.open(tmp_path / "cache.db")
+    request = DecisionRequest("s", {"q": LikelihoodQuestion("true?")})
+    key = cache_key("scripted:x", request)
+    for stored in ('{"q": {"type": "likelihood"}}', '{"q": {"type": "hunch"}}', "[1, 2]", "not json"):
+        cache.database.execute(
+            "INSERT INTO decisions (key, model, answers, created_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET answers = excluded.answers",
+            (key, "scripted:x", stored, "2020-01-01T00:00:00+00:00"),
+        )
+        assert cache.get("scripted:x", request) is None, stored

@@ -27,6 +27,7 @@ def rank_once(**options):
 
 
 def test_migrations_are_recorded_once_and_reapplying_is_a_no_op(tmp_path):
+    """Opening a log twice records each migration once, and migrating again applies nothing."""
     path = tmp_path / "runs.db"
     RunLog.open(path).close()
     again = RunLog.open(path)
@@ -37,6 +38,7 @@ def test_migrations_are_recorded_once_and_reapplying_is_a_no_op(tmp_path):
 
 
 def test_a_new_migration_is_applied_to_an_existing_log_and_keeps_its_rows(tmp_path):
+    """A migration added later is applied once to an existing file without losing its rows."""
     path = tmp_path / "runs.db"
     runlog = RunLog.open(path)
     set_runlog(runlog)
@@ -49,7 +51,16 @@ def test_a_new_migration_is_applied_to_an_existing_log_and_keeps_its_rows(tmp_pa
     assert database.query("SELECT COUNT(*) AS n FROM runs WHERE note IS NULL")[0]["n"] == 2
 
 
+def test_a_migration_list_naming_one_migration_twice_is_refused(tmp_path):
+    """Duplicate migration names are a StoreError naming the store and the name; nothing is applied."""
+    database = SQLiteDatabase(tmp_path / "runs.db", what="run log")
+    with pytest.raises(StoreError, match="run log: .*m001_runs"):
+        migrate(database, [*MIGRATIONS, MIGRATIONS[0]])
+    assert not database.table_exists("_migrations")
+
+
 def test_the_file_is_sqlite_in_wal_mode_under_the_users_data_dir(isolated_user_dir):
+    """By default the log is runs.db, in WAL mode, in the user's directory."""
     result = rank_once()
     runlog = current_runlog()
     runlog.flush()
@@ -61,6 +72,7 @@ def test_the_file_is_sqlite_in_wal_mode_under_the_users_data_dir(isolated_user_d
 
 
 def test_a_tool_run_records_inputs_outputs_usage_and_its_model_call():
+    """A tool run holds its inputs, outputs and usage, and its model call holds the request and answers."""
     result = rank_once(top_k=2)
     run = current_runlog().run(result.run_id)
     assert (run["tool"], run["role"], run["model"], run["status"]) == ("rank", "lexical", "lexical:bm25", "success")
@@ -82,6 +94,7 @@ def test_a_tool_run_records_inputs_outputs_usage_and_its_model_call():
 
 
 def test_usage_of_every_model_call_rolls_up_to_the_run():
+    """Tokens, calls and cost of a split call's model calls add up on the tool run."""
     paid = ScriptedBackend(usage=Usage(input_tokens=100, output_tokens=5, cost=0.002, currency="EUR", calls=1))
     with use_backend(paid) as model:
         result = decirank.rerank("q", [f"doc {n}" for n in range(45)], model=model, max_documents_per_call=20)
@@ -93,6 +106,7 @@ def test_usage_of_every_model_call_rolls_up_to_the_run():
 
 
 def test_long_inputs_are_shortened_in_the_run_record():
+    """Long texts and lists are cut in the recorded inputs, saying how much was left out."""
     documents = ["word " * 100] * 12
     with use_backend(ScriptedBackend()) as model:
         result = decirank.rerank("q", documents, model=model)
@@ -102,6 +116,7 @@ def test_long_inputs_are_shortened_in_the_run_record():
 
 
 def test_switched_off_by_environment_nothing_is_written(monkeypatch, isolated_user_dir):
+    """DECIRANK_RUNLOG=off writes no file, and results still carry a run id."""
     monkeypatch.setenv("DECIRANK_RUNLOG", "off")
     result = rank_once()
     assert result.run_id, "results still carry a run id"
@@ -110,12 +125,14 @@ def test_switched_off_by_environment_nothing_is_written(monkeypatch, isolated_us
 
 
 def test_switched_off_from_python_nothing_is_written(isolated_user_dir):
+    """set_runlog(None) writes no file."""
     set_runlog(None)
     rank_once()
     assert not (isolated_user_dir / "runs.db").exists()
 
 
 def test_decirank_runlog_names_another_file(monkeypatch, tmp_path):
+    """DECIRANK_RUNLOG names the file the log is written to."""
     elsewhere = tmp_path / "elsewhere" / "log.db"
     monkeypatch.setenv("DECIRANK_RUNLOG", str(elsewhere))
     result = rank_once()
@@ -124,6 +141,7 @@ def test_decirank_runlog_names_another_file(monkeypatch, tmp_path):
 
 
 def test_a_run_log_that_cannot_be_opened_is_a_store_error(monkeypatch, tmp_path):
+    """A log path that cannot be opened is a StoreError naming the run log and the path."""
     monkeypatch.setenv("DECIRANK_RUNLOG", str(tmp_path))  # a directory, not a file
     with pytest.raises(StoreError) as caught:
         rank_once()
@@ -131,6 +149,7 @@ def test_a_run_log_that_cannot_be_opened_is_a_store_error(monkeypatch, tmp_path)
 
 
 def test_an_unknown_model_is_recorded_as_a_failed_run():
+    """A tool call with an unknown model is still a run, failed with UnknownModelError."""
     with pytest.raises(decirank.UnknownModelError):
         decirank.rank(ITEMS, "Which?", {}, model="lexicl")
     (run,) = current_runlog().runs()
@@ -138,6 +157,7 @@ def test_an_unknown_model_is_recorded_as_a_failed_run():
 
 
 def test_runs_are_listed_newest_first_and_filtered():
+    """Runs list newest first and filter by tool, status and limit."""
     rank_once()
     decirank.rerank("q", ["a"], model="lexical")
     with pytest.raises(decirank.UnknownModelError):
@@ -149,6 +169,7 @@ def test_runs_are_listed_newest_first_and_filtered():
 
 
 def test_a_run_is_found_by_a_unique_prefix_only():
+    """A run is found by a unique id prefix; an unknown or empty id is an InvalidInputError."""
     first = rank_once().run_id
     runlog = current_runlog()
     assert runlog.run(first[:10])["id"] == first
@@ -218,6 +239,7 @@ def test_a_thousand_tool_calls_from_eight_threads_leave_exactly_their_rows():
 
 
 def test_stats_count_runs_and_sum_each_models_calls():
+    """Stats count runs by tool and status, and calls and failures by model."""
     rank_once()
     rank_once()
     with use_backend(ScriptedBackend(error=decirank.ModelError("down"))) as model, pytest.raises(decirank.ModelError):
@@ -248,6 +270,7 @@ def test_rows_written_just_before_exit_are_not_lost(isolated_user_dir):
 
 
 def test_two_processes_writing_at_once_leave_every_row(isolated_user_dir):
+    """Two processes writing one log file at once lose no row."""
     script = (
         "import decirank\n"
         "for n in range(150):\n"

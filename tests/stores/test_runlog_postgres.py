@@ -76,7 +76,7 @@ def postgres_server() -> Iterator[str]:
     try:
         yield f"postgresql://decirank@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run([*run_as, pg_ctl, "-D", data, "-m", "immediate", "stop"], capture_output=True)
+        subprocess.run([*run_as, pg_ctl, "-D", data, "-m", "immediate", "stop"], capture_output=True, check=False)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -92,6 +92,7 @@ def database_url(postgres_server, monkeypatch) -> str:
 
 
 def test_migrations_are_recorded_once_on_postgres(database_url):
+    """On PostgreSQL too, each migration is recorded once and migrating again applies nothing."""
     RunLog.open(database_url).close()
     runlog = RunLog.open(database_url)
     assert [row["name"] for row in runlog.database.query("SELECT name FROM _migrations")] == [
@@ -101,6 +102,7 @@ def test_migrations_are_recorded_once_on_postgres(database_url):
 
 
 def test_tool_and_model_runs_are_written_to_postgres(database_url, isolated_user_dir):
+    """With DECIRANK_DATABASE_URL set, runs, children and stats go to PostgreSQL and nothing to SQLite."""
     result = decirank.rank(["a cat", "a car"], "Which one purrs?", {"topic": "pets"}, model="lexical")
     with use_backend(ScriptedBackend(error=decirank.ModelError("down"))) as model, pytest.raises(decirank.ModelError):
         decirank.rerank("q", ["a"], model=model)
@@ -124,6 +126,8 @@ def test_tool_and_model_runs_are_written_to_postgres(database_url, isolated_user
 
 
 def test_concurrent_threads_leave_every_row_on_postgres(database_url):
+    """Eight threads writing to PostgreSQL at once lose no row."""
+
     def caller(thread: int) -> None:
         for n in range(50):
             decirank.rank(["a", "b", "c"], "Which?", {"thread": thread, "n": n}, model="lexical")
@@ -139,6 +143,7 @@ def test_concurrent_threads_leave_every_row_on_postgres(database_url):
 
 
 def test_the_runs_command_reads_postgres(database_url):
+    """'decirank runs list' reads the PostgreSQL log named by the environment."""
     decirank.rank(["a", "b"], "Which?", {}, model="lexical")
     current_runlog().flush()
     listed = subprocess.run(

@@ -9,6 +9,7 @@ import pytest
 import decirank
 from decirank.decisions.answers import LikelihoodAnswer
 from decirank.errors import InvalidInputError
+from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, use_backend
 
 
@@ -19,6 +20,7 @@ def yes_for(word):
 
 
 def test_keeps_items_at_or_above_min_confidence_in_input_order():
+    """Kept and dropped items stay in input order, each with its probability, all asked in one call about the state."""
     items = [{"name": "cat"}, {"name": "car"}, {"name": "catalog"}]
     backend = ScriptedBackend(answer=yes_for("cat"))
     with use_backend(backend) as model:
@@ -33,12 +35,14 @@ def test_keeps_items_at_or_above_min_confidence_in_input_order():
 
 
 def test_min_confidence_threshold_is_inclusive():
+    """An item exactly at min_confidence is kept."""
     with use_backend(ScriptedBackend(answer=yes_for("x"))) as model:
         assert decirank.filter(["x", "y"], "Q?", {}, model=model, min_confidence=0.2).to_dict()["count"] == 2
         assert decirank.filter(["x", "y"], "Q?", {}, model=model, min_confidence=0.95).to_dict()["count"] == 0
 
 
 def test_bad_input():
+    """A bad threshold or a non-list of items is an InvalidInputError naming the field."""
     with pytest.raises(InvalidInputError) as caught:
         decirank.filter(["a"], "Q?", {}, model="lexical", min_confidence=-1)
     assert caught.value.field == "min_confidence"
@@ -48,8 +52,19 @@ def test_bad_input():
 
 
 def test_async_twin_and_empty_list():
+    """afilter gives the same result as filter, and an empty list keeps nothing."""
     with use_backend(ScriptedBackend(answer=yes_for("a"))) as model:
         result = asyncio.run(decirank.afilter(["a", "b"], "Q?", {}, model=model))
         empty = decirank.filter([], "Q?", {}, model=model)
     assert result.items == ["a"]
     assert empty.to_dict()["count"] == 0
+
+
+def test_a_bad_items_per_call_is_named_as_filter_names_it_before_any_work():
+    """max_items_per_call is refused under its own name before a model is asked or a run is logged."""
+    backend = ScriptedBackend()
+    with use_backend(backend) as model, pytest.raises(InvalidInputError) as caught:
+        decirank.filter(["a", "b"], "Q?", {}, model=model, max_items_per_call=0)
+    assert caught.value.field == "max_items_per_call"
+    assert backend.requests == []
+    assert current_runlog().runs() == []

@@ -10,7 +10,8 @@ import pytest
 import decirank
 from decirank.decisions.answers import ChoiceAnswer
 from decirank.decisions.limits import ModelLimits
-from decirank.errors import InvalidInputError, UnknownModelError
+from decirank.errors import InvalidInputError, LimitExceededError, UnknownModelError
+from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, use_backend
 
 
@@ -50,6 +51,7 @@ def test_input_order_does_not_change_the_ranking():
 
 
 def test_rerun_ranks_the_same_way():
+    """The same list ranks the same way every time."""
     items = [{"name": f"n{n}"} for n in range(30)]
     with use_backend(ScriptedBackend(answer=position_biased)) as model:
         runs = [decirank.rank(items, "Which?", {}, model=model).items for _ in range(3)]
@@ -57,6 +59,7 @@ def test_rerun_ranks_the_same_way():
 
 
 def test_option_keys_sort_in_presentation_order():
+    """Option keys sort in the order options are shown, with 'none' last, since servers may sort them."""
     backend = ScriptedBackend()
     with use_backend(backend) as model:
         decirank.rank([f"x{n}" for n in range(120)], "Which?", {}, model=model, none="none of these")
@@ -66,6 +69,7 @@ def test_option_keys_sort_in_presentation_order():
 
 
 def test_describe_follows_dot_paths_into_dicts_and_lists():
+    """describe follows dot paths through objects and list indices to the text shown."""
     items = [
         {"meta": {"date": "2020"}, "authors": [{"name": "Ada"}]},
         {"meta": {"date": "1999"}, "authors": [{"name": "Grace"}]},
@@ -79,6 +83,7 @@ def test_describe_follows_dot_paths_into_dicts_and_lists():
 
 
 def test_whole_item_is_shown_as_canonical_json_without_describe():
+    """Without describe, strings are shown as they are and other items as canonical JSON."""
     backend = ScriptedBackend()
     with use_backend(backend) as model:
         decirank.rank([{"b": 1, "a": "é"}, "plain text"], "Which?", {}, model=model)
@@ -87,6 +92,7 @@ def test_whole_item_is_shown_as_canonical_json_without_describe():
 
 
 def test_missing_describe_path_names_the_item():
+    """An item without the describe path is an InvalidInputError naming the item."""
     with pytest.raises(InvalidInputError) as caught:
         decirank.rank([{"url": "a"}, {"title": "b"}], "Which?", {}, model="lexical", describe="url")
     assert caught.value.field == "describe"
@@ -94,6 +100,7 @@ def test_missing_describe_path_names_the_item():
 
 
 def test_items_sorted_by_probability_with_index_and_top_k():
+    """Items come highest probability first, with their input index, cut to top_k."""
     items = ["red apple", "green pear", "blue apple pie", "a car"]
     with use_backend(ScriptedBackend(answer=prefers_text("apple"))) as model:
         result = decirank.rank(items, "Which has apples?", {}, model=model, top_k=2)
@@ -106,6 +113,7 @@ def test_items_sorted_by_probability_with_index_and_top_k():
 
 
 def test_ties_keep_input_order():
+    """Items with equal probability keep their input order."""
     items = ["c", "a", "b", "d"]
     with use_backend(ScriptedBackend()) as model:  # uniform answers: every item ties
         result = decirank.rank(items, "Which?", {}, model=model)
@@ -113,6 +121,7 @@ def test_ties_keep_input_order():
 
 
 def test_none_that_beats_every_item_sets_no_fit():
+    """When 'nothing fits' beats every item, its probability is returned and no_fit is true."""
     with use_backend(ScriptedBackend(answer=prefers_text("zzz", none_weight=5.0))) as model:
         result = decirank.rank(["a", "b", "c"], "Which?", {}, model=model, none="nothing fits")
     assert result.none == pytest.approx(5.0 / 8.0)
@@ -121,6 +130,7 @@ def test_none_that_beats_every_item_sets_no_fit():
 
 
 def test_none_that_loses_leaves_no_fit_false():
+    """When an item beats 'nothing fits', no_fit is false."""
     with use_backend(ScriptedBackend(answer=prefers_text("b", none_weight=0.5))) as model:
         result = decirank.rank(["a", "b", "c"], "Which?", {}, model=model, none="nothing fits")
     assert result.no_fit is False
@@ -129,6 +139,7 @@ def test_none_that_loses_leaves_no_fit_false():
 
 
 def test_empty_list_and_single_item_need_no_model_call():
+    """An empty list or a single item without none is answered without a model call."""
     backend = ScriptedBackend()
     with use_backend(backend) as model:
         empty = decirank.rank([], "Which?", {}, model=model)
@@ -138,9 +149,11 @@ def test_empty_list_and_single_item_need_no_model_call():
     assert empty.items == [] and empty.ranked == [] and empty.no_fit is False
     assert single.ranked[0].probability == 1.0
     assert empty_with_none.no_fit is True and empty_with_none.none is None
+    assert current_runlog().run(empty_with_none.run_id)["outputs"]["no_fit"] is True, "the run log agrees"
 
 
 def test_single_item_with_none_is_asked():
+    """A single item with a 'nothing fits' option is a real choice, so the model is asked."""
     backend = ScriptedBackend()
     with use_backend(backend) as model:
         result = decirank.rank(["only"], "Which?", {}, model=model, none="nothing")
@@ -179,6 +192,7 @@ def test_long_lists_respect_the_model_option_limit_and_recurse():
 
 
 def test_bad_input_gets_typed_errors():
+    """Bad items, instructions, top_k or model are typed errors naming what is wrong."""
     with pytest.raises(InvalidInputError) as caught:
         decirank.rank("not a list", "Which?", {}, model="lexical")
     assert caught.value.field == "items"
@@ -194,6 +208,7 @@ def test_bad_input_gets_typed_errors():
 
 
 def test_lexical_backend_ranks_matching_item_first():
+    """The lexical backend ranks the matching item first in one call."""
     items = ["recipes for sourdough bread", "how fleas live and breed on cats", "stock market news"]
     result = decirank.rank(items, "Which passage answers the question?", {"question": "flea life cycle"}, model="lexical")
     assert result.items[0] == items[1]
@@ -202,8 +217,18 @@ def test_lexical_backend_ranks_matching_item_first():
 
 
 def test_async_twin_gives_the_same_result():
+    """arank gives the same result as rank."""
     items = [f"thing {n}" for n in range(20)]
     with use_backend(ScriptedBackend(answer=position_biased)) as model:
         sync_result = decirank.rank(items, "Which?", {"q": 1}, model=model)
         async_result = asyncio.run(decirank.arank(items, "Which?", {"q": 1}, model=model))
     assert sync_result.to_dict() | {"run_id": None} == async_result.to_dict() | {"run_id": None}
+
+
+def test_a_two_option_model_ranks_a_pair_and_refuses_longer_lists():
+    """A model whose choices take 2 options answers a pair in one call; longer lists get a typed error."""
+    backend = ScriptedBackend(answer=prefers_text("b"), limits=ModelLimits(max_options=2))
+    with use_backend(backend) as model:
+        assert decirank.rank(["a", "b"], "Which?", {}, model=model).items == ["b", "a"]
+        with pytest.raises(LimitExceededError, match="at least 3 options"):
+            decirank.rank(["a", "b", "c"], "Which?", {}, model=model)

@@ -20,6 +20,7 @@ def likelihood_by_length(request):
 
 
 def test_each_document_is_one_likelihood_question_with_the_query_as_state():
+    """Each document is asked as one likelihood question with the seed's prefix, the query being the state."""
     backend = ScriptedBackend(answer=likelihood_by_length)
     with use_backend(backend) as model:
         decirank.rerank("what is a flea", ["short", "a much longer document"], model=model)
@@ -30,6 +31,7 @@ def test_each_document_is_one_likelihood_question_with_the_query_as_state():
 
 
 def test_results_sorted_with_ids_ranks_and_ties_in_input_order():
+    """Results come by score with ids, ranks and the document as given; ties keep input order."""
     documents = ["bb", {"id": "doc-a", "text": "aaaa", "metadata": {"k": 1}}, "cc", "d"]
     with use_backend(ScriptedBackend(answer=likelihood_by_length)) as model:
         result = decirank.rerank("q", documents, model=model)
@@ -42,6 +44,7 @@ def test_results_sorted_with_ids_ranks_and_ties_in_input_order():
 
 
 def test_top_k_and_min_relevance():
+    """top_k=0 keeps all, top_k keeps the best k, and min_relevance drops lower scores."""
     documents = ["x" * n for n in (10, 50, 30, 5)]
     with use_backend(ScriptedBackend(answer=likelihood_by_length)) as model:
         everything = decirank.rerank("q", documents, model=model, top_k=0)
@@ -53,6 +56,7 @@ def test_top_k_and_min_relevance():
 
 
 def test_documents_per_call_follows_the_model_limit_then_the_caller_then_twenty():
+    """A call carries the model's declared limit of documents, else the caller's, else 20."""
     declared = ScriptedBackend(limits=ModelLimits(max_questions=7))
     with use_backend(declared) as model:
         decirank.rerank("q", [f"d{n}" for n in range(30)], model=model, max_documents_per_call=3)
@@ -70,29 +74,35 @@ def test_documents_per_call_follows_the_model_limit_then_the_caller_then_twenty(
 
 
 def test_a_failed_call_fails_the_whole_rerank():
-    with use_backend(ScriptedBackend(error=ServerError("boom", model="scripted:default"))) as model:
-        with pytest.raises(ServerError):
-            decirank.rerank("q", ["a", "b"], model=model)
+    """A model error fails the whole rerank."""
+    with (
+        use_backend(ScriptedBackend(error=ServerError("boom", model="scripted:default"))) as model,
+        pytest.raises(ServerError),
+    ):
+        decirank.rerank("q", ["a", "b"], model=model)
 
 
 def test_a_missing_answer_fails_instead_of_inventing_a_score():
+    """A document without an answer fails the rerank rather than getting a made-up score."""
+
     def forgets_one(request):
         answers = {qid: LikelihoodAnswer(0.5) for qid in request.questions}
         answers.pop(next(iter(answers)))
         return answers
 
-    with use_backend(ScriptedBackend(answer=forgets_one)) as model:
-        with pytest.raises(InvalidAnswerError, match="missing"):
-            decirank.rerank("q", ["a", "b"], model=model)
+    with use_backend(ScriptedBackend(answer=forgets_one)) as model, pytest.raises(InvalidAnswerError, match="missing"):
+        decirank.rerank("q", ["a", "b"], model=model)
 
 
 def test_out_of_range_probability_fails():
-    with use_backend(ScriptedBackend(answer=lambda r: {qid: LikelihoodAnswer(1.5) for qid in r.questions})) as model:
-        with pytest.raises(InvalidAnswerError, match="outside"):
-            decirank.rerank("q", ["a"], model=model)
+    """A probability outside [0, 1] fails the rerank."""
+    out_of_range = ScriptedBackend(answer=lambda r: {qid: LikelihoodAnswer(1.5) for qid in r.questions})
+    with use_backend(out_of_range) as model, pytest.raises(InvalidAnswerError, match="outside"):
+        decirank.rerank("q", ["a"], model=model)
 
 
 def test_empty_documents_and_bad_input():
+    """No documents give no results; a bad query, document or threshold is an InvalidInputError naming the field."""
     assert decirank.rerank("q", [], model="lexical").results == []
     with pytest.raises(InvalidInputError) as caught:
         decirank.rerank("", ["a"], model="lexical")
@@ -103,9 +113,13 @@ def test_empty_documents_and_bad_input():
     with pytest.raises(InvalidInputError) as caught:
         decirank.rerank("q", ["a"], model="lexical", min_relevance=2)
     assert caught.value.field == "min_relevance"
+    with pytest.raises(InvalidInputError) as caught:
+        decirank.rerank("q", ["a"], model="lexical", max_documents_per_call=True)
+    assert caught.value.field == "max_documents_per_call"
 
 
 def test_lexical_rerank_puts_the_matching_document_first():
+    """The lexical backend scores the matching document highest."""
     documents = ["the weather in paris", "fleas live for about a year on a host", "bread recipes"]
     result = decirank.rerank("how long do fleas live", documents, model="lexical")
     assert result.results[0].id == 1
@@ -113,6 +127,7 @@ def test_lexical_rerank_puts_the_matching_document_first():
 
 
 def test_async_twin():
+    """arerank sorts documents by score as rerank does."""
     documents = ["a", "bbb", "cc"]
     with use_backend(ScriptedBackend(answer=likelihood_by_length)) as model:
         result = asyncio.run(decirank.arerank("q", documents, model=model))

@@ -270,11 +270,13 @@ def test_bad_arguments_fail_before_any_work(store, tmp_path, arguments, field):
 
 
 def test_an_unknown_evaluator_prefix_suggests_the_right_one(store):
+    """A misspelt evaluator prefix is an InvalidInputError suggesting the right one."""
     with pytest.raises(InvalidInputError, match="did you mean 'exec:'"):
         decirank.score_list(["r/a"], "exe:true", store=store)
 
 
 def test_an_unknown_type_lists_the_known_ones(store):
+    """An unknown validate type suggests the nearest and lists the built-in and registered ones."""
     register_validation_type("sql", "an SQL query", store=store)
     with pytest.raises(InvalidInputError) as raised:
         decirank.score_list(["r/a"], "validate:sqll", store=store)
@@ -288,9 +290,12 @@ def test_exec_needs_no_model_so_a_model_name_is_not_resolved(store):
 
 
 def test_the_async_twin_gives_the_same_shape(store):
+    """ascore_list gives the same result as score_list, run id aside."""
     store.put("r/a", "{}")
-    result = asyncio.run(decirank.ascore_list(["r/a"], "validate:json", store=store))
-    assert result.to_dict()["ranked"][0]["verdict"] == "VALID"
+    async_result = asyncio.run(decirank.ascore_list(["r/a"], "validate:json", store=store)).to_dict()
+    sync_result = decirank.score_list(["r/a"], "validate:json", store=store).to_dict()
+    assert async_result["ranked"][0]["verdict"] == "VALID"
+    assert async_result | {"run_id": None} == sync_result | {"run_id": None}
 
 
 # -- validate: built-in types ----------------------------------------------------------------
@@ -316,6 +321,7 @@ def test_built_in_types_are_checked_by_their_parsers(store, type_name, valid, in
 
 
 def test_strip_code_fence_removes_only_the_outer_fence():
+    """Only a fence around the whole text is removed, and its language is returned."""
     assert strip_code_fence("```json\n{}\n```") == ("{}\n", "json")
     assert strip_code_fence("~~~\nx\n~~~\n") == ("x\n", None)
     assert strip_code_fence("````md\n```py\nx\n```\n````") == ("```py\nx\n```\n", "md")
@@ -401,6 +407,7 @@ def test_a_registered_type_is_judged_by_the_lexical_backend(store, recipes):
 
 
 def test_a_registered_type_is_judged_by_the_embedded_model(store, recipes):
+    """The embedded local model judges a registered type too."""
     pytest.importorskip("decirank.backends.local")
     result = decirank.score_list(recipes, "validate:recipe", model="local", store=store)
     check_registered_type(result, "local:")
@@ -436,7 +443,7 @@ def test_verdicts_follow_the_thresholds(store):
 def test_a_failed_model_fails_the_whole_call_and_stamps_nothing(store):
     """No score is invented for an artifact whose model call failed."""
     store.put("f/a", "text")
-    with use_backend(ScriptedBackend(error=ServerError("down", status=503))) as model:
-        with pytest.raises(decirank.DecisionError):
-            decirank.score_list(["f/a"], "score:anything", model=model, store=store)
+    failing = ScriptedBackend(error=ServerError("down", status=503))
+    with use_backend(failing) as model, pytest.raises(decirank.DecisionError):
+        decirank.score_list(["f/a"], "score:anything", model=model, store=store)
     assert store.stamps("f/a") == []

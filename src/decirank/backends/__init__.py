@@ -13,11 +13,11 @@ import difflib
 import importlib
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
-from ..errors import InvalidInputError, UnknownModelError
+from ..errors import ConfigError, InvalidInputError, UnknownModelError
 from .base import Backend
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "Provider",
     "create_backend",
     "get_provider",
+    "known_model_names",
     "parse_model_name",
     "providers",
     "register_provider",
@@ -36,6 +37,8 @@ BackendFactory = Callable[..., Backend]
 
 @dataclass(frozen=True)
 class Provider:
+    """A registered ``provider``: how to build its backends and what ``decirank models`` lists."""
+
     name: str
     #: ``factory(model, **options) -> Backend``, or ``"module:attribute"`` imported on first use.
     factory: BackendFactory | str
@@ -58,8 +61,11 @@ class Provider:
 
 
 _providers: dict[str, Provider] = {}
-_instances: dict[tuple[str, tuple[tuple[str, Any], ...]], Backend] = {}
+# Keyed by the Provider itself, not its name: a backend built by a provider that has since been
+# replaced (a plugin, or a test's stand-in and the original it restores) is never handed out.
+_instances: dict[tuple[Provider, str, tuple[tuple[str, Any], ...]], Backend] = {}
 _lock = threading.Lock()
+_plugins_lock = threading.Lock()
 _plugins_loaded = False
 
 
@@ -84,17 +90,27 @@ def register_provider(
         _providers[name] = Provider(
             name, factory, default_model, description, models, open_models, key_variable, tuple(options)
         )
-        for key in [key for key in _instances if key[0].split(":", 1)[0] == name]:
+        for key in [key for key in _instances if key[0].name == name]:
             del _instances[key]
 
 
 def _load_plugins() -> None:
+    """Run every ``decirank.backends`` entry point once per process, before any name is resolved."""
     global _plugins_loaded
     if _plugins_loaded:
         return
-    _plugins_loaded = True
-    for entry_point in entry_points(group="decirank.backends"):
-        entry_point.load()(register_provider)
+    with _plugins_lock:
+        if _plugins_loaded:
+            return
+        for entry_point in entry_points(group="decirank.backends"):
+            try:
+                entry_point.load()(register_provider)
+            except Exception as error:
+                raise ConfigError(
+                    f"the backend plugin {entry_point.name!r} ({entry_point.value}) failed to register: "
+                    f"{type(error).__name__}: {error}; fix or uninstall the package that provides it"
+                ) from error
+        _plugins_loaded = True
 
 
 def providers() -> list[Provider]:
@@ -149,12 +165,12 @@ def create_backend(spec: str, **options: Any) -> Backend:
         if name not in provider.options:
             accepted = ", ".join(provider.options) or "none"
             raise InvalidInputError(name, f"an option {provider.name} takes (it takes: {accepted})")
-    key = (f"{provider.name}:{model}", tuple(sorted(given.items())))
+    key = (provider, model, tuple(sorted(given.items())))
     with _lock:
         backend = _instances.get(key)
     if backend is not None:
         return backend
-    backend = provider.load_factory()(model, **dict(key[1]))
+    backend = provider.load_factory()(model, **given)
     with _lock:
         return _instances.setdefault(key, backend)
 

@@ -29,6 +29,7 @@ import tomllib
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
@@ -36,13 +37,14 @@ import httpx
 
 from .. import __version__
 from .._paths import config_file
-from ..decisions.answers import DecisionResponse
+from ..decisions.answers import DecisionResponse, Usage
 from ..decisions.limits import ModelLimits
 from ..decisions.questions import DecisionRequest
 from ..errors import (
     AuthenticationError,
     ConfigError,
     InvalidAnswerError,
+    InvalidInputError,
     MissingKeyError,
     ModelConnectionError,
     ModelError,
@@ -65,7 +67,11 @@ __all__ = [
     "configured_price",
     "error_from_response",
     "find_api_key",
+    "priced_usage",
+    "request_id_suffix",
     "retry_delay",
+    "wire_probability",
+    "wire_token_count",
 ]
 
 DEFAULT_MAX_RETRIES = 2
@@ -271,9 +277,8 @@ class JsonApi:
         try:
             body = response.json()
         except ValueError:
-            suffix = f" (request id {request_id})" if request_id else ""
             raise InvalidAnswerError(
-                f"{self.model}: the server's reply is not JSON: {response.text[:200]!r}{suffix}"
+                f"{self.model}: the server's reply is not JSON: {response.text[:200]!r}{request_id_suffix(request_id)}"
             ) from None
         return JsonReply(body, request_id)
 
@@ -291,6 +296,17 @@ def find_api_key(provider: str, given: str | None, variable: str | None, *, requ
         assert variable is not None, "a provider that requires a key names its variable"
         raise MissingKeyError(provider, variable)
     return key
+
+
+def _check_options(base_url: Any, timeout: Any, max_retries: Any) -> None:
+    """Options may come from a config file as any TOML value; a wrong one is named before any call."""
+    is_url = isinstance(base_url, str) and base_url.lower().startswith(("http://", "https://"))
+    if base_url is not None and not is_url:
+        raise InvalidInputError("base_url", "an http:// or https:// URL", got=base_url)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
+        raise InvalidInputError("timeout", "a number of seconds above 0", got=timeout)
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise InvalidInputError("max_retries", "a whole number of at least 0", got=max_retries)
 
 
 class HttpBackend(Backend):
@@ -322,6 +338,7 @@ class HttpBackend(Backend):
         max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> None:
         super().__init__(model)
+        _check_options(base_url, timeout, max_retries)
         api_key = find_api_key(
             self.provider, api_key, self.key_variable, required=self.key_required and base_url is None
         )
@@ -334,8 +351,10 @@ class HttpBackend(Backend):
             timeout=timeout,
             max_retries=max_retries,
         )
-        self._limits = configured_limits(self.name, self.declared_limits)
-        self.price = configured_price(self.name, SELF_HOSTED_PRICE if self.self_hosted else None)
+        path, entries = _config_entries(self.name)
+        self._limits = configured_limits(entries.get("limits"), self.declared_limits, f'{path}: limits."{self.name}"')
+        builtin_price = SELF_HOSTED_PRICE if self.self_hosted else None
+        self.price = configured_price(entries.get("prices"), builtin_price, f'{path}: prices."{self.name}"')
 
     @property
     def limits(self) -> ModelLimits:
@@ -357,6 +376,47 @@ class HttpBackend(Backend):
         await self.api.aclose()
 
 
+# --- reading replies: what both wire formats decode alike ---------------------------------
+
+
+def request_id_suffix(request_id: str | None) -> str:
+    """How a message about a reply names the server's request id, so the host can find the call."""
+    return f" (request id {request_id})" if request_id else ""
+
+
+def wire_probability(value: Any, where: str) -> float:
+    """A number as sent; whether it lies in [0, 1] is checked later, for every backend, by ``check_response``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidAnswerError(f"{where}: expected a probability, got {value!r}")
+    return float(value)
+
+
+def wire_token_count(value: Any) -> int:
+    """A token count as reported; a missing or malformed one counts as 0 rather than failing the answers."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def priced_usage(
+    input_tokens: int, output_tokens: int, price: Price | None, *, cached_tokens: int = 0, reported_cost: Any = None
+) -> Usage:
+    """One call's usage, costed by the server's own figure, else by the price table, else unknown (None)."""
+    if isinstance(reported_cost, int | float) and not isinstance(reported_cost, bool) and math.isfinite(reported_cost):
+        cost: float | None = float(reported_cost)
+        currency = "USD"
+    elif price is not None:
+        cost, currency = price.cost(input_tokens, output_tokens), price.currency
+    else:
+        cost, currency = None, "USD"
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=cached_tokens,
+        cost=cost,
+        currency=currency,
+        calls=1,
+    )
+
+
 # --- prices and limits: built-in per model, overridden by the config file -----------------
 
 
@@ -375,51 +435,61 @@ class Price:
 SELF_HOSTED_PRICE = Price(input=0.0, output=0.0)
 
 
-def _config_table(section: str) -> dict[str, Any]:
+def _config_entries(model_name: str) -> tuple[Path, dict[str, Any]]:
+    """The config file, and ``model_name``'s entries in its ``[prices]`` and ``[limits]`` tables, from one read."""
     path = config_file()
     if not path.is_file():
-        return {}
+        return path, {}
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"cannot read the config file {path}: {error}") from error
-    table = data.get(section, {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [{section}] must be a table of model names")
-    return table
+    entries = {}
+    for section in ("prices", "limits"):
+        table = data.get(section, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [{section}] must be a table of model names")
+        if model_name in table:
+            entries[section] = table[model_name]
+    return path, entries
 
 
-def _number(value: Any, where: str, *, integer: bool = False) -> Any:
+def _number(value: Any, where: str, *, integer: bool = False, minimum: int = 0) -> Any:
     kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or value < 0 or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) or value < minimum:
         expected = "a whole number" if integer else "a number"
-        raise ConfigError(f"{config_file()}: {where} must be {expected} of at least 0, not {value!r}")
+        raise ConfigError(f"{where} must be {expected} of at least {minimum}, not {value!r}")
     return value
 
 
-def configured_price(model_name: str, builtin: Price | None) -> Price | None:
-    """``[prices."provider:model"]`` with ``input`` and ``output`` per million tokens, else ``builtin``."""
-    entry = _config_table("prices").get(model_name)
+def configured_price(entry: Any, builtin: Price | None, where: str) -> Price | None:
+    """A ``[prices."provider:model"]`` entry (``input`` and ``output`` per million tokens) over ``builtin``.
+
+    ``where`` names the entry in error messages.
+    """
     if entry is None:
         return builtin
-    where = f'prices."{model_name}"'
     if not isinstance(entry, dict) or not {"input", "output"} <= set(entry):
-        raise ConfigError(f"{config_file()}: {where} needs input and output prices per million tokens")
+        raise ConfigError(f"{where} needs input and output prices per million tokens")
     currency = entry.get("currency", "USD")
     if not isinstance(currency, str):
-        raise ConfigError(f"{config_file()}: {where}.currency must be a currency code such as USD")
+        raise ConfigError(f"{where}.currency must be a currency code such as USD")
     return Price(_number(entry["input"], f"{where}.input"), _number(entry["output"], f"{where}.output"), currency)
 
 
-def configured_limits(model_name: str, builtin: ModelLimits) -> ModelLimits:
-    """``[limits."provider:model"]`` (``max_options``, ``max_questions``, ``max_levels``, ``context_tokens``) over ``builtin``."""
-    entry = _config_table("limits").get(model_name)
+#: The least each limit can be: a choice or a score needs two options or levels to mean anything.
+_LIMIT_MINIMUMS = {"max_options": 2, "max_questions": 1, "max_levels": 2, "context_tokens": 1}
+
+
+def configured_limits(entry: Any, builtin: ModelLimits, where: str) -> ModelLimits:
+    """A ``[limits."provider:model"]`` entry over ``builtin``; ``where`` names the entry in error messages."""
     if entry is None:
         return builtin
-    where = f'limits."{model_name}"'
-    known = ("max_options", "max_questions", "max_levels", "context_tokens")
-    if not isinstance(entry, dict) or not set(entry) <= set(known):
-        raise ConfigError(f"{config_file()}: {where} takes only {', '.join(known)}")
-    values = {key: _number(value, f"{where}.{key}", integer=True) for key, value in entry.items()}
-    return ModelLimits(**{key: values.get(key, getattr(builtin, key)) for key in known})
+    if not isinstance(entry, dict) or not set(entry) <= set(_LIMIT_MINIMUMS):
+        raise ConfigError(f"{where} takes only {', '.join(_LIMIT_MINIMUMS)}")
+    given = {
+        key: _number(value, f"{where}.{key}", integer=True, minimum=_LIMIT_MINIMUMS[key])
+        for key, value in entry.items()
+    }
+    return ModelLimits(**{key: given.get(key, getattr(builtin, key)) for key in _LIMIT_MINIMUMS})

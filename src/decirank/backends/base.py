@@ -3,18 +3,23 @@
 A backend knows nothing of tools, roles, failover or the run log. It turns a
 request into its model's input, returns typed answers with usage, and raises
 the typed errors of :mod:`decirank.errors` when the model fails.
+
+Two readings shared by the backends that run in this process (``local`` and
+``lexical``): a state as plain words, and a likelihood as a score answer.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import ClassVar
+import json
+import math
+from typing import Any, ClassVar
 
 from ..decisions.answers import DecisionResponse
 from ..decisions.limits import ModelLimits
 from ..decisions.questions import DecisionRequest
 
-__all__ = ["Backend"]
+__all__ = ["Backend", "binomial_levels", "render_state"]
 
 
 class Backend(abc.ABC):
@@ -49,3 +54,32 @@ class Backend(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+def render_state(state: Any) -> str:
+    """The words of a state: strings as they are, containers as their values, one per line.
+
+    Keys label values ("question", "context"); as words they would only add noise.
+    """
+    if state is None or isinstance(state, bool):
+        return ""
+    if isinstance(state, str):
+        return state
+    if isinstance(state, dict):
+        return "\n".join(filter(None, (render_state(value) for value in state.values())))
+    if isinstance(state, list | tuple):
+        return "\n".join(filter(None, (render_state(value) for value in state)))
+    if isinstance(state, int | float):
+        return str(state)
+    return json.dumps(state, sort_keys=True, default=str)
+
+
+def binomial_levels(levels: int, p: float) -> tuple[float, ...]:
+    """A score answer's distribution read from a likelihood ``p``: the binomial whose mean is ``p`` of the way up.
+
+    It keeps the levels ordered and unimodal, and the expected level at ``p``
+    (``normalized_score == p``), for a model that can judge a subject but
+    cannot read what each level's label means.
+    """
+    n = levels - 1
+    return tuple(math.comb(n, k) * p**k * (1.0 - p) ** (n - k) for k in range(levels))

@@ -35,7 +35,7 @@ from ..decisions.answers import Answer, ChoiceAnswer, DecisionResponse, Likeliho
 from ..decisions.limits import ModelLimits
 from ..decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
 from ..errors import InvalidAnswerError, InvalidInputError, RefusalError
-from ._http import HttpBackend, Price
+from ._http import HttpBackend, Price, priced_usage, request_id_suffix, wire_probability, wire_token_count
 
 __all__ = [
     "OpenAIDecisionsBackend",
@@ -133,12 +133,6 @@ def encode_answer(answer: Answer, question: Question, name: str | None) -> dict[
     }
 
 
-def _probability(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidAnswerError(f"{where}: expected a probability, got {value!r}")
-    return float(value)
-
-
 def _entries(value: Any, where: str) -> list[Mapping[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(entry, Mapping) for entry in value):
         raise InvalidAnswerError(f"{where}: probabilities must be a list of objects")
@@ -151,11 +145,11 @@ def decode_answer(wire: Mapping[str, Any], question: Question, where: str) -> An
     if wire.get("type") != expected:
         raise InvalidAnswerError(f"{where}: a {wire.get('type')!r} answer to a {expected} question")
     if isinstance(question, LikelihoodQuestion):
-        return LikelihoodAnswer(_probability(wire.get("probability"), where))
+        return LikelihoodAnswer(wire_probability(wire.get("probability"), where))
     entries = _entries(wire.get("probabilities"), where)
     if isinstance(question, ChoiceQuestion):
-        return ChoiceAnswer({str(e.get("value")): _probability(e.get("probability"), where) for e in entries})
-    by_level = {e.get("value"): _probability(e.get("probability"), where) for e in entries}
+        return ChoiceAnswer({str(e.get("value")): wire_probability(e.get("probability"), where) for e in entries})
+    by_level = {e.get("value"): wire_probability(e.get("probability"), where) for e in entries}
     if set(by_level) != set(range(len(by_level))):
         raise InvalidAnswerError(f"{where}: score levels must be numbered from 0, got {sorted(map(str, by_level))}")
     return ScoreAnswer(tuple(by_level[level] for level in range(len(by_level))))
@@ -171,22 +165,15 @@ def encode_usage(usage: Usage) -> dict[str, Any]:
     }
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
 def decode_usage(wire: Any, price: Price | None) -> Usage:
+    """Tokens as reported, cached ones included; the API reports no cost, so the price table's (or unknown)."""
     wire = wire if isinstance(wire, Mapping) else {}
     details = wire.get("input_tokens_details")
-    cached = _count(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
-    input_tokens, output_tokens = _count(wire.get("input_tokens")), _count(wire.get("output_tokens"))
-    return Usage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cached_tokens=cached,
-        cost=price.cost(input_tokens, output_tokens) if price else None,
-        currency=price.currency if price else "USD",
-        calls=1,
+    return priced_usage(
+        wire_token_count(wire.get("input_tokens")),
+        wire_token_count(wire.get("output_tokens")),
+        price,
+        cached_tokens=wire_token_count(details.get("cached_tokens")) if isinstance(details, Mapping) else 0,
     )
 
 
@@ -209,7 +196,7 @@ class OpenAIDecisionsBackend(HttpBackend):
         }
 
     def read_reply(self, request: DecisionRequest, body: Any, request_id: str | None) -> DecisionResponse:
-        suffix = f" (request id {request_id})" if request_id else ""
+        suffix = request_id_suffix(request_id)
         answers = body.get("answers") if isinstance(body, Mapping) else None
         if not isinstance(answers, list):
             raise InvalidAnswerError(f"{self.name}: the reply has no answers list{suffix}")
@@ -218,7 +205,7 @@ class OpenAIDecisionsBackend(HttpBackend):
         for position, wire in enumerate(answers):
             if not isinstance(wire, Mapping):
                 raise InvalidAnswerError(f"{self.name}: answer {position} is not an object{suffix}")
-            # Answers come in question order; a name, when given, must agree with it.
+            # Answers come in question order; a name, when given, says which question it answers.
             qid = wire.get("name") or (ids[position] if position < len(ids) else None)
             if qid not in request.questions:
                 raise InvalidAnswerError(f"{self.name}: answer {position} is for no question asked ({qid!r}){suffix}")

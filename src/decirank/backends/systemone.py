@@ -32,7 +32,6 @@ Providers, each a preset of the one format (see ``decirank models``):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,7 +39,7 @@ from ..decisions.answers import Answer, ChoiceAnswer, DecisionResponse, Likeliho
 from ..decisions.limits import ModelLimits
 from ..decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
 from ..errors import InvalidAnswerError, InvalidInputError
-from ._http import HttpBackend, Price
+from ._http import HttpBackend, Price, priced_usage, request_id_suffix, wire_probability, wire_token_count
 
 __all__ = [
     "OllamaBackend",
@@ -117,33 +116,27 @@ def encode_answer(answer: Answer, question: Question) -> dict[str, Any]:
     }
 
 
-def _probability(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidAnswerError(f"{where}: expected a probability, got {value!r}")
-    return float(value)
-
-
 def decode_answer(wire: Any, question: Question, where: str) -> Answer:
-    """A wire answer as ours. Ranges are checked later, for every backend, by ``check_response``."""
+    """A wire answer as ours."""
     expected = WIRE_TYPES[question.kind]
     if not isinstance(wire, Mapping):
         raise InvalidAnswerError(f"{where}: expected an answer object, got {wire!r}")
     if wire.get("type", expected) != expected:
         raise InvalidAnswerError(f"{where}: a {wire.get('type')!r} answer to a {expected} question")
     if isinstance(question, LikelihoodQuestion):
-        return LikelihoodAnswer(_probability(wire.get("noul"), where))
+        return LikelihoodAnswer(wire_probability(wire.get("noul"), where))
     probabilities = wire.get("probabilities")
     if isinstance(question, ChoiceQuestion):
         if not isinstance(probabilities, Mapping):
             raise InvalidAnswerError(f"{where}: a choice answer needs probabilities {{key: p}}")
-        return ChoiceAnswer({str(key): _probability(p, where) for key, p in probabilities.items()})
+        return ChoiceAnswer({str(key): wire_probability(p, where) for key, p in probabilities.items()})
     return ScoreAnswer(_score_distribution(probabilities, question, where))
 
 
 def _score_distribution(probabilities: Any, question: ScoreQuestion, where: str) -> tuple[float, ...]:
     """Levels keyed by index ("0", "1", ...) or by level text, or listed lowest first."""
     if isinstance(probabilities, list):
-        return tuple(_probability(p, where) for p in probabilities)
+        return tuple(wire_probability(p, where) for p in probabilities)
     if not isinstance(probabilities, Mapping):
         raise InvalidAnswerError(f"{where}: a score answer needs probabilities per level")
     by_level: dict[int, float] = {}
@@ -154,7 +147,7 @@ def _score_distribution(probabilities: Any, question: ScoreQuestion, where: str)
             level = question.levels.index(key)
         else:
             raise InvalidAnswerError(f"{where}: {key!r} is not a level of the question")
-        by_level[level] = _probability(p, where)
+        by_level[level] = wire_probability(p, where)
     if sorted(by_level) != list(range(len(by_level))):
         raise InvalidAnswerError(f"{where}: levels {sorted(by_level)} are not 0 to {len(by_level) - 1}")
     return tuple(by_level[level] for level in range(len(by_level)))
@@ -167,24 +160,15 @@ def encode_usage(usage: Usage) -> dict[str, Any]:
     return wire
 
 
-def _token_count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
 def decode_usage(wire: Any, price: Price | None) -> Usage:
-    """The server's cost when it reports one, else the price table's, else unknown (None)."""
+    """The server's cost when it reports one (``usage.cost``), else the price table's, else unknown (None)."""
     wire = wire if isinstance(wire, Mapping) else {}
-    input_tokens = _token_count(wire.get("input_tokens"))
-    output_tokens = _token_count(wire.get("output_tokens"))
-    reported = wire.get("cost")
-    if isinstance(reported, int | float) and not isinstance(reported, bool) and math.isfinite(reported):
-        cost: float | None = float(reported)
-        currency = "USD"
-    elif price is not None:
-        cost, currency = price.cost(input_tokens, output_tokens), price.currency
-    else:
-        cost, currency = None, "USD"
-    return Usage(input_tokens=input_tokens, output_tokens=output_tokens, cost=cost, currency=currency, calls=1)
+    return priced_usage(
+        wire_token_count(wire.get("input_tokens")),
+        wire_token_count(wire.get("output_tokens")),
+        price,
+        reported_cost=wire.get("cost"),
+    )
 
 
 # --- the backends ------------------------------------------------------------------------
@@ -206,7 +190,7 @@ class SystemOneBackend(HttpBackend):
         }
 
     def read_reply(self, request: DecisionRequest, body: Any, request_id: str | None) -> DecisionResponse:
-        suffix = f" (request id {request_id})" if request_id else ""
+        suffix = request_id_suffix(request_id)
         answers = body.get("answers") if isinstance(body, Mapping) else None
         if not isinstance(answers, Mapping):
             raise InvalidAnswerError(f"{self.name}: the reply has no answers object{suffix}")

@@ -1,25 +1,30 @@
 """The ``decirank`` command line: one subcommand per tool, plus models, runs, serve and eval.
 
-Errors decirank raises on purpose print one line on stderr and exit with 2;
-they never show a traceback.
+Bad input prints one line on stderr and exits with 2, whether the command-line
+parser refuses it (a bad number, a missing argument) or decirank does (a
+missing file, bad JSON, an unknown model); it never shows a traceback.
 """
 
 from __future__ import annotations
 
-import sys
+import importlib
 from collections.abc import Sequence
 
+import typer
+from typer.main import get_command
+
 from ..errors import DecirankError
-from . import artifacts as _artifacts  # noqa: F401
-from . import eval as _eval  # noqa: F401  (each module adds its commands to the app)
-from . import mcp as _mcp  # noqa: F401
-from . import models as _models  # noqa: F401
-from . import plan as _plan  # noqa: F401
-from . import runs as _runs  # noqa: F401
-from . import serve as _serve  # noqa: F401
-from . import tools as _tools  # noqa: F401
 from ._app import app
 from ._output import error_console
+
+# Each module adds its commands to the app, in the order ``decirank --help`` lists them.
+for _commands in ("tools", "artifacts", "plan", "runs", "models", "serve", "mcp", "eval"):
+    importlib.import_module(f".{_commands}", __name__)
+
+try:  # recent Typer raises the errors of its own copy of click; older releases raise click's
+    from typer._click import exceptions as _parser_errors
+except ImportError:  # pragma: no cover
+    from click import exceptions as _parser_errors
 
 __all__ = ["app", "main"]
 
@@ -27,21 +32,28 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
+def _print_error(message: str) -> None:
+    error_console.print(f"error: {message}", highlight=False, soft_wrap=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    # Standalone mode lets the command-line parser report usage errors itself (exit 2);
-    # only decirank's own errors are caught here and shortened to one line.
+    command = get_command(app)
     try:
-        app(args=list(argv) if argv is not None else None, prog_name="decirank")
-    except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else EXIT_BAD_INPUT)
-    except DecirankError as error:
-        error_console.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
+        code = command.main(args=list(argv) if argv is not None else None, prog_name="decirank", standalone_mode=False)
+    except _parser_errors.UsageError as error:
+        # A group named without a subcommand (``decirank``, ``decirank runs``) shows its help instead.
+        if isinstance(error, getattr(_parser_errors, "NoArgsIsHelpError", ())):
+            error.show()
+        else:
+            where = f" (see '{error.ctx.command_path} --help')" if error.ctx is not None else ""
+            _print_error(error.format_message() + where)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    except DecirankError as error:
+        _print_error(str(error))
+        return EXIT_BAD_INPUT
+    except (KeyboardInterrupt, typer.Abort):
         error_console.print("interrupted")
         return EXIT_INTERRUPTED
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Without standalone mode, a command's normal end returns its value (None) and ``--help`` or
+    # ``typer.Exit`` return their exit code.
+    return code if isinstance(code, int) else 0

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from ..errors import InvalidInputError
@@ -15,7 +13,16 @@ from ..stores.artifacts import ArtifactStore, check_ref
 from ..tools._evaluators import DEFAULT_EXEC_TIMEOUT
 from ..tools.score_list import DEFAULT_MAX_CONCURRENCY, Verdict, parse_refs, register_validation_type, score_list
 from ._app import app
-from ._output import console, error_console, new_table, print_json, read_json_list, short_text
+from ._output import (
+    console,
+    error_console,
+    new_table,
+    print_json,
+    progress_bar,
+    read_json_list,
+    read_text,
+    short_text,
+)
 
 artifacts_app = typer.Typer(
     help="The artifact store: text under refs run_id/agent_id, and the stamps scoring leaves on them.",
@@ -25,24 +32,10 @@ app.add_typer(artifacts_app, name="artifacts")
 types_app = typer.Typer(help="Types for validate:<type> that a decision model judges.", no_args_is_help=True)
 artifacts_app.add_typer(types_app, name="types")
 
-RefArgument = Annotated[str, typer.Argument(help="A ref: run_id/agent_id.")]
+RefArgument = Annotated[str, typer.Argument(metavar="REF", help="A ref: run_id/agent_id.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
 
 _VERDICT_STYLES = {Verdict.VALID: "green", Verdict.PARTIAL: "yellow", Verdict.INVALID: "red", Verdict.UNKNOWN: "dim"}
-
-
-def _read_text(source: str) -> str:
-    if source == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        path = Path(source)
-        if not path.is_file():
-            raise InvalidInputError("file", "a text file, or - for standard input", detail=f"no file {source!r}")
-        data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InvalidInputError("file", "UTF-8 text", detail=f"byte {error.start} is not UTF-8") from None
 
 
 def _missing(ref: str) -> InvalidInputError:
@@ -57,10 +50,10 @@ def put(
 ) -> None:
     """Store a file's text under a ref, replacing what was there."""
     check_ref(ref)
-    text = _read_text(source)
+    text = read_text(source, "file", "a text file, or - for standard input")
     store = ArtifactStore()
     store.put(ref, text)
-    error_console.print(f"stored {ref} ({len(text)} characters) in {store.path}", markup=False, highlight=False)
+    error_console.print(f"stored {ref} ({len(text)} characters) in {store.path}", highlight=False)
 
 
 @artifacts_app.command()
@@ -74,7 +67,7 @@ def get(ref: RefArgument) -> None:
 
 @artifacts_app.command("ls")
 def list_artifacts(
-    prefix: Annotated[str, typer.Argument(help="Only refs starting with this, e.g. a run id.")] = "",
+    prefix: Annotated[str, typer.Argument(metavar="PREFIX", help="Only refs starting with this, e.g. a run id.")] = "",
     as_json: JsonOption = False,
 ) -> None:
     """List stored artifacts, by ref."""
@@ -94,7 +87,7 @@ def remove(ref: RefArgument) -> None:
     """Remove an artifact and its stamps."""
     if not ArtifactStore().delete(ref):
         raise _missing(ref)
-    error_console.print(f"removed {ref}", markup=False, highlight=False)
+    error_console.print(f"removed {ref}", highlight=False)
 
 
 @artifacts_app.command()
@@ -121,12 +114,12 @@ def stamps(ref: RefArgument, as_json: JsonOption = False) -> None:
 
 @types_app.command("add")
 def add_type(
-    name: Annotated[str, typer.Argument(help="The type's name, used as validate:NAME.")],
-    description: Annotated[str, typer.Argument(help="What a valid artifact of this type is.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The type's name, used as validate:NAME.")],
+    description: Annotated[str, typer.Argument(metavar="DESCRIPTION", help="What a valid artifact of this type is.")],
 ) -> None:
     """Register a type (or change its description) for validate:NAME."""
     register_validation_type(name, description)
-    error_console.print(f"registered validate:{name}", markup=False, highlight=False)
+    error_console.print(f"registered validate:{name}", highlight=False)
 
 
 @types_app.command("ls")
@@ -143,12 +136,12 @@ def list_types(as_json: JsonOption = False) -> None:
 
 
 @types_app.command("rm")
-def remove_type(name: Annotated[str, typer.Argument(help="The type's name.")]) -> None:
+def remove_type(name: Annotated[str, typer.Argument(metavar="NAME", help="The type's name.")]) -> None:
     """Unregister a type."""
     if not ArtifactStore().delete_type(name):
         detail = f"no type {name!r}; decirank artifacts types ls lists them"
         raise InvalidInputError("name", "a registered type", detail=detail)
-    error_console.print(f"removed validate:{name}", markup=False, highlight=False)
+    error_console.print(f"removed validate:{name}", highlight=False)
 
 
 def _refs_value(value: str) -> object:
@@ -189,17 +182,7 @@ def score_list_command(
 ) -> None:
     """Score stored artifacts with an evaluator, rank them, and keep the top k."""
     ref_list = parse_refs(_refs_value(refs))
-    with Progress(
-        TextColumn(short_text(evaluator, 40)),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=error_console,
-        transient=True,
-        # Not on a terminal (a pipe, a log file) a bar is only noise.
-        disable=not error_console.is_terminal,
-    ) as progress:
-        task = progress.add_task("refs", total=len(ref_list))
+    with progress_bar(evaluator, len(ref_list)) as advance:
         result = score_list(
             ref_list,
             evaluator,
@@ -209,7 +192,7 @@ def score_list_command(
             exec_timeout=exec_timeout,
             timeout=timeout,
             base_url=base_url,
-            on_progress=lambda: progress.advance(task),
+            on_progress=advance,
         )
     if as_json:
         print_json(result.to_dict())
@@ -226,8 +209,8 @@ def score_list_command(
         )
     console.print(table)
     winners = ", ".join(result.winners) or "none"
-    console.print(f"winners: {winners}", markup=False, highlight=False)
+    console.print(f"winners: {winners}", highlight=False)
     details = f"run {result.run_id} · {result.total} ref(s) · top_k {result.top_k or 'all (rank only)'}"
     if result.model:
         details += f" · model {result.model}"
-    console.print(details, style="dim", markup=False, highlight=False)
+    console.print(details, style="dim", highlight=False)

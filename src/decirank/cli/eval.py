@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..evaluation.trec import evaluate, load_qrels, load_run
 from ._app import app
-from ._output import console, error_console, new_table, print_json
+from ._output import console, new_table, print_json, progress_bar
 
 eval_app = typer.Typer(help="Measure ranking quality, speed and memory.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+
+
+class EvalTool(str, Enum):
+    rank = "rank"
+    rerank = "rerank"
 
 
 @eval_app.command()
@@ -20,24 +25,18 @@ def trec(
     run_file: Annotated[str, typer.Argument(metavar="RUN.json", help="Queries with first-stage hits.")],
     qrels_file: Annotated[str, typer.Argument(metavar="QRELS.txt", help="Graded judgments: qid Q0 docid grade.")],
     model: Annotated[str, typer.Option("--model", "-m", help="A role or provider:model name.")] = "decider",
-    tool: Annotated[str, typer.Option("--tool", help="rank (one choice per query) or rerank (a likelihood per passage).")] = "rank",
-    queries: Annotated[int | None, typer.Option("--queries", help="Use only the first N queries.")] = None,
+    tool: Annotated[
+        EvalTool, typer.Option("--tool", help="rank (one choice per query) or rerank (a likelihood per passage).")
+    ] = EvalTool.rank,
+    queries: Annotated[int | None, typer.Option("--queries", min=1, help="Use only the first N queries.")] = None,
     warm: Annotated[bool, typer.Option("--warm", help="Also time a second pass over the same passages.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Rerank each query's candidates and report nDCG@10, seconds per query and peak memory."""
     loaded = load_run(run_file)[:queries]
     qrels = load_qrels(qrels_file)
-    with Progress(
-        TextColumn(f"{tool} with {model}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=error_console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("queries", total=len(loaded))
-        report = evaluate(loaded, qrels, tool=tool, model=model, warm=warm, on_query=lambda: progress.advance(task))
+    with progress_bar(f"{tool.value} with {model}", len(loaded), remaining=True) as advance:
+        report = evaluate(loaded, qrels, tool=tool.value, model=model, warm=warm, on_query=advance)
     data = report.to_dict()
     if as_json:
         print_json(data)

@@ -24,13 +24,18 @@ def mcp(
         typer.Option("--transport", "-t", help="stdio for an agent that spawns the server; http to listen."),
     ] = McpTransport.stdio,
     host: Annotated[str, typer.Option("--host", help="Address to listen on (http).")] = DEFAULT_HOST,
-    port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on (http).")] = DEFAULT_PORT,
+    port: Annotated[
+        int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on (http).")
+    ] = DEFAULT_PORT,
     allow_exec: Annotated[
         bool,
         typer.Option("--allow-exec", help="Let score_list run exec: evaluators, i.e. shell commands of the caller's."),
     ] = False,
 ) -> None:
-    """Serve builtin__rank, builtin__rerank, builtin__filter and builtin__score_list over MCP."""
+    """Serve the tools to agents over MCP.
+
+    builtin__rank, builtin__rerank, builtin__filter and builtin__score_list, with their schemas.
+    """
     if transport is McpTransport.http:
         # stdout stays quiet on stdio, where it carries the protocol; over http the address helps.
         error_console.print(f"decirank MCP server at http://{host}:{port}{HTTP_PATH}")

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
 from ..errors import ConfigError
 from ..stores.runlog import RUN_STATUSES, RunLog, configured_location, current_runlog
@@ -53,7 +54,9 @@ def _tokens(row: dict[str, Any]) -> str:
 @runs_app.command("list")
 def list_runs(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show at most this many runs.")] = 20,
-    tool: Annotated[str | None, typer.Option("--tool", "-t", help="Only runs of this tool (rank, rerank, ...).")] = None,
+    tool: Annotated[
+        str | None, typer.Option("--tool", "-t", help="Only runs of this tool (rank, rerank, plan, ...).")
+    ] = None,
     status: Annotated[
         str | None, typer.Option("--status", "-s", help=f"Only runs with this status ({', '.join(RUN_STATUSES)}).")
     ] = None,
@@ -82,7 +85,7 @@ def list_runs(
 
 @runs_app.command("show")
 def show_run(
-    run_id: Annotated[str, typer.Argument(help="A run's id, or enough of its start to be unique.")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="A run's id, or enough of its start to be unique.")],
     as_json: JsonOption = False,
 ) -> None:
     """Show one run: its inputs, outputs, error, and every model call with its failover attempts."""
@@ -90,7 +93,7 @@ def show_run(
     if as_json:
         print_json(run)
         return
-    console.print(f"[bold]{run['tool']}[/bold] run {run['id']}", highlight=False)
+    console.print(Text.assemble((run["tool"], "bold"), f" run {run['id']}"))
     details = [
         ("status", run["status"]),
         ("asked", run["role"] or "—"),
@@ -108,7 +111,7 @@ def show_run(
     if run["outputs"] is not None:
         details.append(("outputs", short_text(run["outputs"], 200)))
     for label, value in details:
-        console.print(f"  {label:<12} {value}", markup=False, highlight=False)
+        console.print(f"  {label:<12} {value}", highlight=False)
     if not run["children"]:
         return
     table = new_table("call", "kind", "model", "status", "duration", "tokens in/out", "cost", "error")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from enum import Enum
 from typing import Annotated
 
 import typer
@@ -10,6 +11,17 @@ import typer
 from ..errors import MissingAssetError
 from ._app import app
 from ._output import error_console
+
+
+class LogLevel(str, Enum):
+    """uvicorn's log levels."""
+
+    critical = "critical"
+    error = "error"
+    warning = "warning"
+    info = "info"
+    debug = "debug"
+    trace = "trace"
 
 
 def _is_loopback(host: str) -> bool:
@@ -26,7 +38,7 @@ def serve(
     host: Annotated[
         str, typer.Option("--host", help="Address to bind; other machines reach only a non-loopback one.")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on.")] = 8000,
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on.")] = 8000,
     model: Annotated[
         str, typer.Option("--model", "-m", help="The role or provider:model that answers requests naming none.")
     ] = "decider",
@@ -48,9 +60,13 @@ def serve(
         bool,
         typer.Option("--allow-exec", help="Let /v1/score_list run exec: evaluators, i.e. clients' shell commands."),
     ] = False,
-    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")] = "warning",
+    log_level: Annotated[LogLevel, typer.Option("--log-level", help="uvicorn's log level.")] = LogLevel.warning,
 ) -> None:
-    """Serve the tools (/v1/rank, /v1/rerank, /v1/filter, /v1/score_list) and the models (/v1/systemone, /v1/decisions)."""
+    """Serve the tools and the model over HTTP.
+
+    The tools at /v1/rank, /v1/rerank (Cohere's shape), /v1/filter and /v1/score_list; the model at
+    /v1/systemone and /v1/decisions; the run log at /v1/runs; the API docs at /docs.
+    """
     try:
         import uvicorn
 
@@ -65,4 +81,4 @@ def serve(
     if not _is_loopback(host) and api_key is None:
         error_console.print(f"warning: serving on {host} without --api-key: anyone who can reach it may use it")
     error_console.print(f"decirank serve: http://{host}:{port} (model {model}, docs at /docs)")
-    uvicorn.run(application, host=host, port=port, log_level=log_level)
+    uvicorn.run(application, host=host, port=port, log_level=log_level.value)

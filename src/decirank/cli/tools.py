@@ -6,14 +6,22 @@ from typing import Annotated, Any
 
 import typer
 
-from .._jsonpath import MISSING, resolve_dot_path
 from ..tools.filter import DEFAULT_MIN_CONFIDENCE
 from ..tools.filter import filter as filter_items
 from ..tools.rank import rank as rank_items
 from ..tools.rerank import DEFAULT_TIMEOUT
 from ..tools.rerank import rerank as rerank_documents
 from ._app import app
-from ._output import console, new_table, parse_json_option, print_json, probability_bar, read_json_list, short_text
+from ._output import (
+    console,
+    json_or_text,
+    new_table,
+    print_json,
+    probability_bar,
+    read_json_list,
+    short_text,
+    shown_item,
+)
 
 ModelOption = Annotated[str, typer.Option("--model", "-m", help="A role (decider) or a provider:model name.")]
 BaseUrlOption = Annotated[
@@ -21,28 +29,25 @@ BaseUrlOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="Time budget in seconds for the whole call.")]
-ItemsArgument = Annotated[str, typer.Argument(help="A JSON array file, a JSON Lines file, or - for stdin.")]
-
-
-def _shown(item: Any, describe: str | None) -> str:
-    value = resolve_dot_path(item, describe) if describe else item
-    return short_text(item if value is MISSING else value)
+ItemsArgument = Annotated[
+    str, typer.Argument(metavar="ITEMS", help="A JSON array file, a JSON Lines file, or - for stdin.")
+]
+StateOption = Annotated[str, typer.Option("--state", "-s", help="The context as JSON (plain text is a string).")]
+DescribeOption = Annotated[str | None, typer.Option("--describe", "-d", help="Dot path into each item to show.")]
 
 
 def _usage_line(data: dict[str, Any]) -> str:
     usage = data["usage"]
     cost = "unknown" if usage["cost"] is None else f"${usage['cost']:.6f}"
-    return (
-        f"model {data['model']} · {usage['calls']} call(s) · {usage['input_tokens']} input tokens · cost {cost}"
-    )
+    return f"model {data['model']} · {usage['calls']} call(s) · {usage['input_tokens']} input tokens · cost {cost}"
 
 
 @app.command()
 def rank(
     items: ItemsArgument,
     instructions: Annotated[str, typer.Option("--instructions", "-i", help="The choice question.")],
-    state: Annotated[str, typer.Option("--state", "-s", help="The context as JSON (plain text is a string).")],
-    describe: Annotated[str | None, typer.Option("--describe", "-d", help="Dot path into each item to show.")] = None,
+    state: StateOption,
+    describe: DescribeOption = None,
     none: Annotated[str | None, typer.Option("--none", help="Text of a 'nothing fits' option.")] = None,
     top_k: Annotated[int | None, typer.Option("--top-k", "-k", help="Keep only the best k.")] = None,
     model: ModelOption = "decider",
@@ -54,7 +59,7 @@ def rank(
     result = rank_items(
         read_json_list(items, "items"),
         instructions,
-        parse_json_option(state, "state"),
+        json_or_text(state),
         describe=describe,
         none=none,
         top_k=top_k,
@@ -69,7 +74,7 @@ def rank(
     table = new_table("#", "probability", "", "item")
     for position, entry in enumerate(result.ranked, start=1):
         probability = "—" if entry.probability is None else f"{entry.probability:.3f}"
-        table.add_row(str(position), probability, probability_bar(entry.probability), _shown(entry.item, describe))
+        table.add_row(str(position), probability, probability_bar(entry.probability), shown_item(entry.item, describe))
     console.print(table)
     if result.none is not None:
         verdict = "nothing fits" if result.no_fit else "an item fits"
@@ -79,7 +84,13 @@ def rank(
 
 @app.command()
 def rerank(
-    documents: Annotated[str, typer.Argument(help="Documents: strings or {id, text, metadata} objects, as a JSON array or JSON Lines file, or -.")],
+    documents: Annotated[
+        str,
+        typer.Argument(
+            metavar="DOCUMENTS",
+            help="Strings or {id, text, metadata} objects: a JSON array file, a JSON Lines file, or - for stdin.",
+        ),
+    ],
     query: Annotated[str, typer.Option("--query", "-q", help="The request the documents are scored against.")],
     top_k: Annotated[int | None, typer.Option("--top-k", "-k", help="Keep only the best k (0 keeps all).")] = None,
     min_relevance: Annotated[
@@ -90,7 +101,9 @@ def rerank(
     ] = None,
     model: ModelOption = "decider",
     base_url: BaseUrlOption = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Time budget in seconds for the whole rerank.")] = DEFAULT_TIMEOUT,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Time budget in seconds for the whole rerank.")
+    ] = DEFAULT_TIMEOUT,
     as_json: JsonOption = False,
 ) -> None:
     """Score each document's relevance to a query (one likelihood each) and sort."""
@@ -111,9 +124,8 @@ def rerank(
     table = new_table("rank", "relevance", "", "id", "document")
     for entry in result.results:
         text = entry.document if isinstance(entry.document, str) else entry.document.get("text", "")
-        table.add_row(
-            str(entry.rank), f"{entry.relevance_score:.3f}", probability_bar(entry.relevance_score), str(entry.id), short_text(text)
-        )
+        score = entry.relevance_score
+        table.add_row(str(entry.rank), f"{score:.3f}", probability_bar(score), str(entry.id), short_text(text))
     console.print(table)
     console.print(_usage_line(data), style="dim")
 
@@ -122,11 +134,11 @@ def rerank(
 def filter_command(
     items: ItemsArgument,
     question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each item.")],
-    state: Annotated[str, typer.Option("--state", "-s", help="The context as JSON (plain text is a string).")],
+    state: StateOption,
     min_confidence: Annotated[
         float, typer.Option("--min-confidence", help="Keep items at least this likely.")
     ] = DEFAULT_MIN_CONFIDENCE,
-    describe: Annotated[str | None, typer.Option("--describe", "-d", help="Dot path into each item to show.")] = None,
+    describe: DescribeOption = None,
     model: ModelOption = "decider",
     base_url: BaseUrlOption = None,
     timeout: TimeoutOption = None,
@@ -136,7 +148,7 @@ def filter_command(
     result = filter_items(
         read_json_list(items, "items"),
         question,
-        parse_json_option(state, "state"),
+        json_or_text(state),
         min_confidence=min_confidence,
         describe=describe,
         model=model,
@@ -153,7 +165,7 @@ def filter_command(
             "yes" if decision.kept else "no",
             f"{decision.probability:.3f}",
             probability_bar(decision.probability),
-            _shown(decision.item, describe),
+            shown_item(decision.item, describe),
         )
     console.print(table)
     console.print(f"kept {data['count']}, dropped {data['dropped_count']} (min confidence {result.min_confidence:g})")

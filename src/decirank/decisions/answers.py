@@ -55,7 +55,7 @@ class ChoiceAnswer:
 
     @property
     def choice(self) -> str:
-        """The most probable key; the first in option order on a tie."""
+        """The most probable key; on a tie, the one the answer lists first."""
         return max(self.probabilities, key=self.probabilities.__getitem__)
 
     @property

@@ -27,9 +27,9 @@ from .budget import Budget
 from .failover import Attempt, Failover
 from .limits import ModelLimits
 from .questions import DecisionRequest
-from .roles import DEFAULT_CHAIN, DEFAULT_ROLE, check_provider_sections, provider_options, resolve_chain
+from .roles import DEFAULT_ROLE, check_provider_sections, provider_options, resolve_chain
 
-__all__ = ["DEFAULT_CHAIN", "DEFAULT_ROLE", "AnswerCache", "Decider"]
+__all__ = ["DEFAULT_ROLE", "AnswerCache", "Decider"]
 
 
 class AnswerCache(Protocol):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import InvalidAnswerError
 from .answers import Answer, ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
 from .questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
 
@@ -48,17 +49,25 @@ def answers_to_data(answers: Mapping[str, Answer]) -> dict[str, Any]:
     return data
 
 
-def answers_from_data(data: Mapping[str, Any]) -> dict[str, Answer]:
-    """The inverse of :func:`answers_to_data`; raises ``ValueError`` on data it did not write."""
+def answers_from_data(data: Any) -> dict[str, Answer]:
+    """The inverse of :func:`answers_to_data`; raises :class:`InvalidAnswerError` on data it did not write."""
+    if not isinstance(data, Mapping):
+        raise InvalidAnswerError(f"recorded answers are not a mapping of question id to answer: {data!r}")
     answers: dict[str, Answer] = {}
     for qid, answer in data.items():
-        kind = answer.get("type") if isinstance(answer, Mapping) else None
-        if kind == LikelihoodAnswer.kind:
-            answers[qid] = LikelihoodAnswer(float(answer["probability"]))
-        elif kind == ChoiceAnswer.kind:
-            answers[qid] = ChoiceAnswer({str(key): float(p) for key, p in answer["probabilities"].items()})
-        elif kind == ScoreAnswer.kind:
-            answers[qid] = ScoreAnswer(tuple(float(p) for p in answer["probabilities"]))
-        else:
-            raise ValueError(f"answer {qid!r} is not a recorded answer: {answer!r}")
+        try:
+            answers[qid] = _answer_from_data(answer)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise InvalidAnswerError(f"answer {qid!r} is not a recorded answer: {answer!r}") from error
     return answers
+
+
+def _answer_from_data(answer: Any) -> Answer:
+    kind = answer.get("type") if isinstance(answer, Mapping) else None
+    if kind == LikelihoodAnswer.kind:
+        return LikelihoodAnswer(float(answer["probability"]))
+    if kind == ChoiceAnswer.kind:
+        return ChoiceAnswer({str(key): float(p) for key, p in answer["probabilities"].items()})
+    if kind == ScoreAnswer.kind:
+        return ScoreAnswer(tuple(float(p) for p in answer["probabilities"]))
+    raise ValueError(f"unknown answer type {kind!r}")

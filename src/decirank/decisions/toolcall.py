@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from ..errors import DecirankError, InvalidInputError
+from ..errors import InvalidInputError, error_record
 from ..stores.cache import DecisionCache, current_cache
 from ..stores.runlog import RunLog, current_parent_run, current_runlog, new_run_id, summarize
 from .answers import DecisionResponse, Usage
@@ -26,7 +26,7 @@ from .failover import Attempt
 from .questions import DecisionRequest
 from .records import answers_to_data, request_to_data
 
-__all__ = ["ToolCall", "gather"]
+__all__ = ["ToolCall", "check_timeout", "gather"]
 
 T = TypeVar("T")
 
@@ -55,17 +55,13 @@ async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
 
 
 def check_timeout(timeout: float | None) -> float | None:
+    """A tool call's budget in seconds (None: no budget); infinity is allowed, as no budget."""
     if timeout is None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0 or math.isnan(timeout):
         raise InvalidInputError("timeout", "a number of seconds greater than 0", got=timeout)
     return float(timeout)
 
-
-def _error_record(error: BaseException) -> dict[str, Any]:
-    if isinstance(error, DecirankError):
-        return error.to_dict()
-    return {"type": type(error).__name__, "message": str(error) or type(error).__name__}
 
 
 class ToolCall:
@@ -142,7 +138,7 @@ class ToolCall:
             status=status,
             models=", ".join(self._answered_by) or None,
             outputs=self._outputs,
-            error=None if error is None or status == "cancelled" else _error_record(error),
+            error=None if error is None or status == "cancelled" else error_record(error),
             usage=self.usage.to_dict(),
             ended=time.time(),
             duration=time.perf_counter() - self._clock,
@@ -192,7 +188,7 @@ class ToolCall:
             cached=attempt.cached,
             request=request_to_data(attempt.request),
             answers=answers_to_data(attempt.response.answers) if attempt.response is not None else None,
-            error=_error_record(attempt.error) if attempt.error is not None else None,
+            error=error_record(attempt.error) if attempt.error is not None else None,
             usage=attempt.usage.to_dict(),
             started=attempt.started,
             duration=attempt.duration,

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, InvalidInputError
+from ..decisions.decider import DEFAULT_ROLE
+from ..errors import InvalidInputError, MissingAssetError
 from ..tools.rank import rank
 from ..tools.rerank import rerank
 
@@ -73,7 +74,7 @@ class EvalReport:
 def load_run(path: str | Path) -> list[TrecQuery]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
+    except (OSError, ValueError) as error:  # ValueError: not UTF-8, or not JSON
         raise InvalidInputError("run", "a readable JSON file of queries with hits", detail=str(error)) from None
     if not isinstance(data, list):
         raise InvalidInputError("run", "a JSON list of {query, hits}", got=type(data).__name__)
@@ -85,7 +86,8 @@ def load_run(path: str | Path) -> list[TrecQuery]:
             passages = [(str(hit["docid"]), str(hit["content"])) for hit in hits]
             queries.append(TrecQuery(qid, str(entry["query"]), passages))
         except (KeyError, TypeError, IndexError) as error:
-            raise InvalidInputError(f"run.{number}", "{query, hits: [{qid, docid, content}]}", detail=f"missing {error}") from None
+            detail = f"missing {error}" if isinstance(error, KeyError) else str(error)
+            raise InvalidInputError(f"run.{number}", "{query, hits: [{qid, docid, content}]}", detail=detail) from None
     return queries
 
 
@@ -93,15 +95,19 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as error:
+    except (OSError, UnicodeDecodeError) as error:
         raise InvalidInputError("qrels", "a readable qrels file", detail=str(error)) from None
     for number, line in enumerate(lines, start=1):
         parts = line.split()
         if not parts:
             continue
-        if len(parts) != 4:
-            raise InvalidInputError("qrels", "lines of 'qid Q0 docid grade'", detail=f"line {number}: {line!r}")
-        qrels.setdefault(parts[0], {})[parts[2]] = int(parts[3])
+        try:
+            qid, _, docid, grade = parts
+            qrels.setdefault(qid, {})[docid] = int(grade)
+        except ValueError:  # not four fields, or a grade that is not an integer
+            raise InvalidInputError(
+                "qrels", "lines of 'qid Q0 docid grade' with an integer grade", detail=f"line {number}: {line!r}"
+            ) from None
     return qrels
 
 
@@ -109,7 +115,7 @@ def _ndcg_at_10(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float
     try:
         import ir_measures
     except ImportError as error:
-        raise ConfigError("evaluation needs ir-measures: pip install 'decirank[eval]'") from error
+        raise MissingAssetError("ir-measures (needed by evaluation)", "pip install 'decirank[eval]'") from error
     judged = {qid: docs for qid, docs in qrels.items() if qid in run}
     return float(ir_measures.calc_aggregate([ir_measures.nDCG @ 10], judged, run)[ir_measures.nDCG @ 10])
 
@@ -148,7 +154,7 @@ def evaluate(
     qrels: dict[str, dict[str, int]],
     *,
     tool: str = "rank",
-    model: str = "decider",
+    model: str = DEFAULT_ROLE,
     warm: bool = False,
     on_query: Callable[[], None] | None = None,
 ) -> EvalReport:

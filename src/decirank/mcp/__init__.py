@@ -4,8 +4,9 @@
     decirank mcp --transport http --port 8765     # streamable HTTP at http://127.0.0.1:8765/mcp
 
 It serves the tools of :mod:`decirank.tools.registry` (``builtin__rank``,
-``builtin__rerank``, ``builtin__filter`` and ``builtin__score_list``) with their input and output schemas. A tool's typed
-error comes back as an error result carrying its message, never as a crash.
+``builtin__rerank``, ``builtin__filter`` and ``builtin__score_list``) with
+their input and output schemas. A tool's typed error comes back as an error
+result carrying its message, never as a crash.
 
 The official ``mcp`` SDK is an optional dependency (``pip install
 'decirank[mcp]'``); it is imported only when a server is built, so the rest

@@ -1,8 +1,8 @@
 """The MCP server itself, on the SDK's low-level ``Server``.
 
 The low-level server is used rather than ``MCPServer`` because the schemas
-are declared data (the seeds' field names and descriptions), not inferred
-from Python signatures, and the registry already checks arguments.
+are declared data (the tools' documented field names and descriptions), not
+inferred from Python signatures, and the registry already checks arguments.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from ..tools.registry import check_arguments, get_tool
 from .errors import InvalidPlanError, TemplateError
 from .templates import INPUT_ROOT, find_refs
 
-__all__ = ["Plan", "PlanSource", "PlanStep", "load_plan"]
+__all__ = ["Plan", "PlanSource", "PlanStep", "load_plan", "yaml_problem"]
 
 STEP_KEYS = ("id", "tool_name", "input")
 # Ids are template roots, so they cannot hold the dot that separates path parts.
@@ -147,6 +147,8 @@ def load_plan(source: PlanSource) -> Plan:
             text = path.read_text(encoding="utf-8")
         except OSError as error:
             raise InvalidPlanError("plan", f"cannot read {str(path)!r}: {error.strerror or error}") from None
+        except UnicodeDecodeError as error:
+            raise InvalidPlanError("plan", f"{str(path)!r} is not UTF-8 text (byte {error.start})") from None
         return Plan.from_data(_parse_yaml(text, f"{str(path)!r} is not valid YAML"))
     if isinstance(source, str):
         return Plan.from_data(_parse_yaml(source, "not valid YAML"))
@@ -157,7 +159,12 @@ def _parse_yaml(text: str, what_is_wrong: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise InvalidPlanError("plan", f"{what_is_wrong}{where}: {problem}") from None
+        raise InvalidPlanError("plan", f"{what_is_wrong}{yaml_problem(error)}") from None
+
+
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """Where and what PyYAML found wrong, on one line: `` at line 3: found unexpected end of stream``."""
+    mark = getattr(error, "problem_mark", None)
+    where = f" at line {mark.line + 1}" if mark is not None else ""
+    problem = getattr(error, "problem", None) or " ".join(str(error).split())
+    return f"{where}: {problem}"

@@ -15,7 +15,7 @@ import anyio
 
 from .._sync import run_sync
 from ..decisions.answers import Usage
-from ..errors import DecirankError
+from ..errors import DecirankError, error_record
 from ..stores.runlog import RunLog, current_parent_run, current_runlog, new_run_id, summarize, under_parent_run
 from ..tools.registry import call_tool
 from .errors import StepFailedError
@@ -141,7 +141,7 @@ class _PlanRecord:
                     "output": results[-1].output if results and error is None else None,
                 }
             ),
-            error=_error_record(error) if status == "failed" else None,
+            error=error_record(error) if status == "failed" else None,
             usage=_children_usage(children).to_dict(),
             ended=time.time(),
             duration=time.perf_counter() - self._clock,
@@ -162,11 +162,6 @@ def _children_usage(children: list[dict[str, Any]]) -> Usage:
         )
     return total
 
-
-def _error_record(error: BaseException) -> dict[str, Any]:
-    if isinstance(error, DecirankError):
-        return error.to_dict()
-    return {"type": type(error).__name__, "message": str(error) or type(error).__name__}
 
 
 def run_plan(plan: PlanSource, input: Any = None) -> PlanResult:

@@ -12,6 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..tools.filter import DEFAULT_MIN_CONFIDENCE
+from ..tools.score_list import DEFAULT_MAX_CONCURRENCY
+
 ModelName = Annotated[
     str | None,
     Field(description="A role (decider) or a provider:model name this server runs; default: the server's model."),
@@ -90,7 +93,7 @@ class FilterRequest(BaseModel):
     items: list[Any]
     question: str = Field(description="The yes/no question asked of each item.")
     state: Any
-    min_confidence: float = Field(0.5, description="Keep items at least this likely.")
+    min_confidence: float = Field(DEFAULT_MIN_CONFIDENCE, description="Keep items at least this likely.")
     describe: str | None = None
     max_items_per_call: int | None = Field(None, ge=1)
     model: ModelName = None
@@ -124,7 +127,7 @@ class ScoreListRequest(BaseModel):
     )
     evaluator: str = Field(description="validate:<type>, score:<criterion>, or exec:<cmd> (if the server allows it).")
     top_k: int = Field(0, description="How many top-scoring refs are winners; 0 ranks without pruning.")
-    max_concurrency: int = Field(5, description="Upper bound on parallel evaluator calls.")
+    max_concurrency: int = Field(DEFAULT_MAX_CONCURRENCY, description="Upper bound on parallel evaluator calls.")
     model: ModelName = None
     timeout: Timeout = None
 

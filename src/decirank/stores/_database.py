@@ -26,16 +26,34 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import StoreError
 
-__all__ = ["BatchWriter", "Database", "PostgresDatabase", "SQLiteDatabase", "hide_password", "is_postgres_url"]
+__all__ = [
+    "BatchWriter",
+    "Database",
+    "PostgresDatabase",
+    "SQLiteDatabase",
+    "hide_password",
+    "is_postgres_url",
+    "timestamp",
+]
 
 #: How long a writer waits for another process holding the SQLite write lock.
 BUSY_TIMEOUT_MS = 10_000
+
+
+def timestamp(seconds: float | None = None) -> str:
+    """``seconds`` since the epoch (default: now) as ISO 8601 in UTC to the microsecond.
+
+    Every store writes its times this way: they sort as text and read as dates.
+    """
+    moment = datetime.now(UTC) if seconds is None else datetime.fromtimestamp(seconds, UTC)
+    return moment.isoformat(timespec="microseconds")
 
 
 def is_postgres_url(url: str) -> bool:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from ._database import Database
+from ..errors import StoreError
+from ._database import Database, timestamp
 
 __all__ = ["Migration", "migrate"]
 
@@ -27,8 +27,9 @@ class Migration:
 def migrate(database: Database, migrations: Sequence[Migration]) -> list[str]:
     """Apply the migrations ``database`` lacks, in order; return their names."""
     names = [migration.name for migration in migrations]
-    if len(set(names)) != len(names):
-        raise ValueError(f"migration names must be unique: {names}")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise StoreError(f"{database.what}: migration names must be unique; listed more than once: {repeated}")
     if set(names) <= _applied(database):
         return []  # the common case: no write lock taken
     applied_now = []
@@ -42,7 +43,7 @@ def migrate(database: Database, migrations: Sequence[Migration]) -> list[str]:
                 database.execute(statement)
             database.execute(
                 "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
-                (migration.name, datetime.now(UTC).isoformat(timespec="microseconds")),
+                (migration.name, timestamp()),
             )
             applied_now.append(migration.name)
     return applied_now

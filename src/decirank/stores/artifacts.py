@@ -20,16 +20,16 @@ import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .._paths import data_file
 from ..errors import InvalidInputError
-from ._database import Database, SQLiteDatabase
+from ._database import Database, SQLiteDatabase, timestamp
 from ._migrations import Migration, migrate
 
-__all__ = ["ArtifactInfo", "ArtifactStore", "RegisteredType", "Stamp", "check_ref", "default_path"]
+__all__ = ["ArtifactInfo", "ArtifactStore", "RegisteredType", "Stamp", "check_ref", "check_type_name", "default_path"]
 
 _TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 
@@ -179,10 +179,6 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
 class ArtifactStore:
     """Artifact text by ref, the stamps scoring runs leave on refs, and registered types.
 
@@ -232,7 +228,7 @@ class ArtifactStore:
         ref = check_ref(ref)
         if not isinstance(text, str):
             raise InvalidInputError("text", "a string", got=text)
-        now = _now()
+        now = timestamp()
         self.database.execute(
             """
             INSERT INTO artifacts (ref, text, created_at, updated_at) VALUES (?, ?, ?, ?)
@@ -293,7 +289,7 @@ class ArtifactStore:
 
     def add_stamps(self, stamps: Iterable[Stamp]) -> None:
         """Record the stamps of one scoring run together."""
-        now = _now()
+        now = timestamp()
         rows = [
             (
                 check_ref(stamp.ref, "stamp.ref"),
@@ -308,15 +304,14 @@ class ArtifactStore:
             )
             for stamp in stamps
         ]
-        with self.database.exclusive_transaction() as database:
-            for row in rows:
-                database.execute(
-                    """
-                    INSERT INTO stamps (ref, run_id, evaluator, score, verdict, beam_rank, pruned, reason, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                    row,
-                )
+        with self.database.transaction() as database:
+            database.execute_many(
+                """
+                INSERT INTO stamps (ref, run_id, evaluator, score, verdict, beam_rank, pruned, reason, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                rows,
+            )
 
     def stamps(self, ref: str | None = None, *, run_id: str | None = None) -> list[Stamp]:
         """The stamps on ``ref``, or of the scoring run ``run_id``, or both; oldest first."""
@@ -364,7 +359,7 @@ class ArtifactStore:
             INSERT INTO types (name, description, created_at) VALUES (?, ?, ?)
             ON CONFLICT (name) DO UPDATE SET description = excluded.description
             """,
-            (name, description, _now()),
+            (name, description, timestamp()),
         )
 
     def get_type(self, name: str) -> RegisteredType | None:

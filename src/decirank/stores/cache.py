@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import threading
-import time
 from pathlib import Path
 
 from .._config import load_config
@@ -25,10 +24,9 @@ from .._paths import data_file
 from ..decisions.answers import DecisionResponse, Usage
 from ..decisions.questions import DecisionRequest
 from ..decisions.records import answers_from_data, answers_to_data, request_to_data
-from ..errors import ConfigError
-from ._database import Database, SQLiteDatabase
+from ..errors import ConfigError, InvalidAnswerError
+from ._database import Database, SQLiteDatabase, timestamp
 from ._migrations import Migration, migrate
-from .runlog import timestamp
 
 __all__ = ["MIGRATIONS", "DecisionCache", "cache_key", "current_cache"]
 
@@ -76,7 +74,7 @@ class DecisionCache:
             return None
         try:
             answers = answers_from_data(json.loads(rows[0]["answers"]))
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (json.JSONDecodeError, InvalidAnswerError):
             return None  # a row this version cannot read is a miss, and the next answer replaces it
         return DecisionResponse(model, answers, Usage(), cached=True)
 
@@ -88,7 +86,7 @@ class DecisionCache:
                 cache_key(response.model, request),
                 response.model,
                 json.dumps(answers_to_data(response.answers)),
-                timestamp(time.time()),
+                timestamp(),
             ),
         )
 

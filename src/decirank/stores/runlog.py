@@ -25,13 +25,20 @@ import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .._paths import data_file
 from ..errors import ConfigError, InvalidInputError
-from ._database import BatchWriter, Database, PostgresDatabase, SQLiteDatabase, hide_password, is_postgres_url
+from ._database import (
+    BatchWriter,
+    Database,
+    PostgresDatabase,
+    SQLiteDatabase,
+    hide_password,
+    is_postgres_url,
+    timestamp,
+)
 from ._migrations import Migration, migrate
 
 __all__ = [
@@ -114,11 +121,6 @@ _JSON_COLUMNS = ("inputs", "outputs", "request", "answers")
 def new_run_id() -> str:
     """32 random hex digits: any dozen of the first are enough to name a run."""
     return uuid.uuid4().hex
-
-
-def timestamp(seconds: float) -> str:
-    """ISO 8601 in UTC to the microsecond: sorts as text, reads as a date."""
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")
 
 
 # One encoder for every row: json.dumps with options builds a new one per call.

@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import InvalidInputError
 
 __all__ = [
+    "check_count",
     "check_instructions",
     "check_items",
     "check_optional_text",
@@ -36,14 +37,18 @@ def check_optional_text(value: Any, field: str) -> str | None:
     return value
 
 
+def check_count(value: Any, field: str, *, lowest: int = 1) -> int:
+    """An integer of at least ``lowest``; ``True`` is not a count."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+        raise InvalidInputError(field, f"an integer of at least {lowest}", got=value)
+    return value
+
+
 def check_top_k(value: Any, *, allow_zero: bool, field: str = "top_k") -> int | None:
     """``None`` keeps everything; with ``allow_zero``, 0 does too."""
     if value is None:
         return None
-    lowest = 0 if allow_zero else 1
-    if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
-        raise InvalidInputError(field, f"an integer of at least {lowest}", got=value)
-    return value or None
+    return check_count(value, field, lowest=0 if allow_zero else 1) or None
 
 
 def check_probability_threshold(value: Any, field: str) -> float | None:

@@ -7,17 +7,20 @@ from typing import Any
 
 from ..decisions.questions import DecisionRequest, LikelihoodQuestion
 from ..decisions.toolcall import ToolCall
-from ..errors import InvalidInputError
+from ._checks import check_count
 
-__all__ = ["DEFAULT_QUESTIONS_PER_CALL", "ask_likelihoods", "questions_per_call"]
+__all__ = ["DEFAULT_QUESTIONS_PER_CALL", "ask_likelihoods", "check_per_call", "questions_per_call"]
 
 DEFAULT_QUESTIONS_PER_CALL = 20
 
 
+def check_per_call(value: Any, field: str) -> int | None:
+    """The caller's cap on questions per call, if any; ``field`` is the tool's name for it."""
+    return None if value is None else check_count(value, field)
+
+
 def questions_per_call(call: ToolCall, requested: int | None) -> int:
-    """The smallest limit any model of the role declares, else the caller's, else 20."""
-    if requested is not None and (isinstance(requested, bool) or not isinstance(requested, int) or requested < 1):
-        raise InvalidInputError("max_documents_per_call", "an integer of at least 1", got=requested)
+    """The smallest limit any model of the role declares, else the caller's (checked), else 20."""
     assert call.decider is not None
     declared = call.decider.limits.max_questions
     return declared or requested or DEFAULT_QUESTIONS_PER_CALL

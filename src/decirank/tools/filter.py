@@ -16,7 +16,7 @@ from ..decisions.answers import Usage
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ._checks import check_instructions, check_items, check_optional_text, check_probability_threshold
-from ._likelihoods import ask_likelihoods, questions_per_call
+from ._likelihoods import ask_likelihoods, check_per_call, questions_per_call
 from .rank import option_texts
 
 __all__ = ["DEFAULT_MIN_CONFIDENCE", "FilterDecision", "FilterResult", "afilter", "filter", "item_question"]
@@ -96,11 +96,12 @@ async def afilter(
     if threshold is None:
         threshold = DEFAULT_MIN_CONFIDENCE
     texts = option_texts(items, check_optional_text(describe, "describe"))
+    requested_per_call = check_per_call(max_items_per_call, "max_items_per_call")
     inputs = {"items": items, "question": question, "state": state, "min_confidence": threshold, "describe": describe}
     async with ToolCall(
         "filter", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
     ) as call:
-        per_call = questions_per_call(call, max_items_per_call)
+        per_call = questions_per_call(call, requested_per_call)
         questions = [item_question(question, text) for text in texts]
         probabilities = await ask_likelihoods(call, state, questions, per_call) if items else []
         decisions = [
@@ -111,7 +112,7 @@ async def afilter(
         return FilterResult(decisions, threshold, call.answered_by, call.usage, call.run_id)
 
 
-def filter(  # noqa: A001 - the tool's name; the builtin is not used in this module
+def filter(  # shadows the builtin on purpose: it is the tool's name, and the builtin is unused here
     items: Sequence[Any],
     question: str,
     state: Any,

@@ -20,7 +20,7 @@ from ..decisions.answers import ChoiceAnswer, Usage
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.questions import ChoiceQuestion, DecisionRequest
 from ..decisions.toolcall import ToolCall
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, LimitExceededError
 from ._checks import check_instructions, check_items, check_optional_text, check_top_k
 
 __all__ = ["RankResult", "RankedItem", "arank", "rank"]
@@ -193,12 +193,29 @@ async def _rank_round(call: ToolCall, plan: _Plan, order: list[int], capacity: i
     return _Round(next_round.final, next_round.none, next_round.eliminated + by_probability(eliminated))
 
 
+def _items_per_call(plan: _Plan, max_options: int) -> int:
+    """Items one choice may carry: one option is kept free for "nothing fits", as the seed's
+    254-item chunks imply. Chunking needs room for two items besides it."""
+    capacity = max_options - 1
+    if capacity >= 2:
+        return capacity
+    if len(plan.items) + (plan.none is not None) <= max_options:
+        return len(plan.items)
+    raise LimitExceededError(
+        f"ranking {len(plan.items)} items needs choices of at least 3 options; the model takes {max_options}"
+    )
+
+
 def build_result(plan: _Plan, outcome: _Round, *, model: str, usage: Usage, run_id: str | None) -> RankResult:
     ranked = [RankedItem(plan.items[i], i, outcome.final[i]) for i in by_probability(outcome.final)]
     ranked += [RankedItem(plan.items[i], i, None) for i in outcome.eliminated]
     if plan.top_k is not None:
         ranked = ranked[: plan.top_k]
-    no_fit = outcome.none is not None and all(outcome.none > p for p in outcome.final.values())
+    if plan.items:
+        no_fit = outcome.none is not None and all(outcome.none > p for p in outcome.final.values())
+    else:
+        # No item can fit an empty list; no probability is invented for "nothing fits".
+        no_fit = plan.none is not None
     return RankResult(ranked, outcome.none, no_fit, model, usage, run_id)
 
 
@@ -237,14 +254,11 @@ async def arank(
             # Nothing to choose between: a single option has all the probability.
             outcome = _Round({index: 1.0 for index in plan.order}, None, [])
         else:
-            # One option is kept free for "nothing fits", as the seed's 254-item chunks imply.
-            capacity = call.decider.limits.max_options - 1
-            outcome = await _rank_round(call, plan, plan.order, capacity)
+            outcome = await _rank_round(call, plan, plan.order, _items_per_call(plan, call.decider.limits.max_options))
         result = build_result(plan, outcome, model=call.answered_by, usage=call.usage, run_id=call.run_id)
-        call.record_outputs({"ranked": [entry.to_dict() for entry in result.ranked], "none": result.none})
-    if not plan.items and plan.none is not None:
-        # No item can fit an empty list; no probability is invented for it.
-        result = RankResult([], None, True, result.model, result.usage, result.run_id)
+        call.record_outputs(
+            {"ranked": [entry.to_dict() for entry in result.ranked], "none": result.none, "no_fit": result.no_fit}
+        )
     return result
 
 

@@ -3,7 +3,7 @@
 This is the one list of tools that the MCP server and the plan runner both
 serve, so a tool's name, its JSON schemas and the way its JSON arguments
 become a Python call are written once. Field names and descriptions follow
-the seeds (``builtin__rank``, ``score_list``, ``DecisionReranker``).
+the tools' documentation (``builtin__rank``, ``score_list``, ``DecisionReranker``).
 
 Arguments arrive as JSON objects: :func:`call_tool` refuses names a tool does
 not take and missing required ones, each naming the field, and leaves every
@@ -12,7 +12,7 @@ other check to the tool itself, whose errors name the field too.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,6 +25,7 @@ from .rerank import arerank
 from .score_list import DEFAULT_MAX_CONCURRENCY, ascore_list
 
 __all__ = ["ToolSpec", "call_tool", "check_arguments", "get_tool", "tool_specs"]
+
 
 class ToolRunner(Protocol):
     """Runs a tool on checked JSON arguments; ``allow_exec`` is whether ``exec:`` evaluators may run."""

@@ -18,7 +18,7 @@ from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ._checks import check_instructions, check_items, check_probability_threshold, check_top_k
-from ._likelihoods import ask_likelihoods, questions_per_call
+from ._likelihoods import ask_likelihoods, check_per_call, questions_per_call
 
 __all__ = ["DEFAULT_TIMEOUT", "QUESTION_PREFIX", "RerankResult", "RerankedDocument", "arerank", "rerank"]
 
@@ -114,11 +114,12 @@ async def arerank(
     checked = check_documents(documents)
     top_k = check_top_k(top_k, allow_zero=True)
     min_relevance = check_probability_threshold(min_relevance, "min_relevance")
+    requested_per_call = check_per_call(max_documents_per_call, "max_documents_per_call")
     inputs = {"query": query, "documents": documents, "top_k": top_k, "min_relevance": min_relevance}
     async with ToolCall(
         "rerank", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
     ) as call:
-        per_call = questions_per_call(call, max_documents_per_call)
+        per_call = questions_per_call(call, requested_per_call)
         texts = [QUESTION_PREFIX + document.text for document in checked]
         scores = await ask_likelihoods(call, query, texts, per_call) if checked else []
         results = order_results(checked, scores, top_k=top_k, min_relevance=min_relevance)

@@ -33,7 +33,7 @@ from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall, check_timeout, gather
 from ..errors import InvalidInputError
 from ..stores.artifacts import ArtifactStore, Stamp, check_ref
-from ._checks import check_top_k
+from ._checks import check_count, check_top_k
 from ._evaluators import (
     DEFAULT_EXEC_TIMEOUT,
     Evaluation,
@@ -147,15 +147,9 @@ def parse_refs(refs: Any) -> list[str]:
     return parsed
 
 
-def check_max_concurrency(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError("max_concurrency", "an integer of at least 1", got=value)
-    return value
-
-
 def check_exec_timeout(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 or math.isinf(value):
-        raise InvalidInputError("exec_timeout", "a number of seconds greater than 0", got=value)
+        raise InvalidInputError("exec_timeout", "a finite number of seconds greater than 0", got=value)
     return float(value)
 
 
@@ -258,7 +252,7 @@ async def ascore_list(
     """
     ref_list = parse_refs(refs)
     kept = check_top_k(top_k, allow_zero=True)
-    max_concurrency = check_max_concurrency(max_concurrency)
+    max_concurrency = check_count(max_concurrency, "max_concurrency")
     exec_timeout = check_exec_timeout(exec_timeout)
     check_timeout(timeout)
     # A store opened here is closed here; a caller's store is the caller's to close.

@@ -37,8 +37,8 @@ class LocalBackend(Backend):
 
     @property
     def limits(self) -> ModelLimits:
-        # A call is one pass per encoder over its texts; 256 questions keep one call near a second
-        # on two cores. Texts past 256 tokens are cut, so no call is ever too large for the context.
+        # A call is one pass per encoder over its texts; 256 passages keep one uncached call to a
+        # few seconds on two cores. Texts past 256 tokens are cut, so no call is too large for the context.
         return ModelLimits(max_options=255, max_questions=256, max_levels=10, context_tokens=None)
 
     def load(self) -> None:

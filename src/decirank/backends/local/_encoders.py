@@ -19,6 +19,7 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -31,7 +32,7 @@ __all__ = ["DenseEncoder", "SparseEncoder", "read_safetensors"]
 _SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 
 
-def read_safetensors(path) -> dict[str, np.ndarray]:
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     """A safetensors file: an 8-byte header length, a JSON header, then the raw tensors."""
     data = np.fromfile(path, dtype=np.uint8)
     header_length = int(data[:8].view("<u8")[0])
@@ -152,8 +153,6 @@ class _Cancelled(Exception):
 
 class DenseEncoder(_Encoder):
     """all-MiniLM-L6-v2: unit vectors whose dot product is the cosine similarity."""
-
-    dim = 384
 
     def __init__(self, assets: Assets, pool: ThreadPoolExecutor, max_tokens: int):
         super().__init__(_session(self._build(read_initializers(str(assets.minilm_onnx)))), max_tokens, pool)

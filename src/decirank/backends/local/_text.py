@@ -1,12 +1,10 @@
-"""Turning a request's state and questions into the texts the encoders read."""
+"""Splitting a question's text into what it asks and the subject the encoders compare."""
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
 
-__all__ = ["render_state", "split_frame", "split_question"]
+__all__ = ["split_frame", "split_question"]
 
 # A short leading clause ending in ": " is a frame ("This note bears on the request: ",
 # "How well does the artifact meet this criterion: "); what follows is the subject.
@@ -51,21 +49,3 @@ def split_question(text: str) -> tuple[str, str]:
     if block is not None:
         return block["instructions"].strip(), block["subject"].strip()
     return "", subject
-
-
-def render_state(state: Any) -> str:
-    """The words of a state: strings as they are, containers as their values, one per line.
-
-    Keys label values ("question", "context"); as words they would only add noise.
-    """
-    if state is None or isinstance(state, bool):
-        return ""
-    if isinstance(state, str):
-        return state
-    if isinstance(state, dict):
-        return "\n".join(filter(None, (render_state(value) for value in state.values())))
-    if isinstance(state, list | tuple):
-        return "\n".join(filter(None, (render_state(value) for value in state)))
-    if isinstance(state, int | float):
-        return str(state)
-    return json.dumps(state, sort_keys=True, default=str)

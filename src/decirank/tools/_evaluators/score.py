@@ -11,7 +11,7 @@ from ...decisions.questions import DecisionRequest, ScoreQuestion
 from ...decisions.toolcall import ToolCall
 from .base import Evaluation, Evaluator, Verdict
 
-__all__ = ["CriterionScorer", "LEVELS", "VALID_SCORE"]
+__all__ = ["LEVELS", "VALID_SCORE", "CriterionScorer"]
 
 #: Lowest first. Each level says how much of the criterion is met, so any
 #: criterion reads the same way against them.

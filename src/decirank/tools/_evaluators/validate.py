@@ -15,7 +15,6 @@ import tomllib
 from collections.abc import Callable
 
 import anyio
-import yaml
 
 from ...decisions.questions import DecisionRequest, LikelihoodQuestion
 from ...decisions.toolcall import ToolCall
@@ -25,9 +24,9 @@ from .base import Evaluation, Evaluator, Verdict, strip_code_fence
 
 __all__ = [
     "BUILTIN_TYPES",
+    "VALID_LIKELIHOOD",
     "BuiltinTypeValidator",
     "RegisteredTypeValidator",
-    "VALID_LIKELIHOOD",
     "register_validation_type",
 ]
 
@@ -53,6 +52,8 @@ def _python_problem(text: str) -> str | None:
 
 
 def _yaml_problem(text: str) -> str | None:
+    import yaml  # here, not at the top: it is slow to import and only this check needs it
+
     try:
         # A file may hold several documents; every one must parse.
         for _ in yaml.safe_load_all(text):

@@ -1,0 +1,25 @@
+"""Running ``python -m decirank`` as a user would: a real subprocess, with wide tables."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+
+
+def decirank(
+    *args: str, input: str | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``decirank *args``; ``env`` replaces the environment (default: this process's)."""
+    # Wide enough that no table cell wraps, so tests can look for whole values on one line.
+    environment = {**(os.environ if env is None else env), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "decirank", *args],
+        capture_output=True,
+        text=True,
+        input=input,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
