@@ -15,37 +15,18 @@ run at once on two threads cost about what a padded batch costs.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+import safetensors.numpy
 
 from ._assets import Assets
 from ._onnx import Graph, read_initializers
 
-__all__ = ["DenseEncoder", "SparseEncoder", "read_safetensors"]
-
-_SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
-
-
-def read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """A safetensors file: an 8-byte header length, a JSON header, then the raw tensors."""
-    data = np.fromfile(path, dtype=np.uint8)
-    header_length = int(data[:8].view("<u8")[0])
-    header = json.loads(data[8 : 8 + header_length].tobytes())
-    body = data[8 + header_length :]
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        start, end = info["data_offsets"]
-        tensors[name] = body[start:end].view(_SAFETENSORS_DTYPES[info["dtype"]]).reshape(info["shape"])
-    return tensors
-
+__all__ = ["DenseEncoder", "SparseEncoder"]
 
 def _session(model: bytes) -> ort.InferenceSession:
     options = ort.SessionOptions()
@@ -231,7 +212,7 @@ class SparseEncoder(_Encoder):
     width = 128
 
     def __init__(self, assets: Assets, pool: ThreadPoolExecutor, max_tokens: int):
-        src = read_safetensors(assets.splade_safetensors)
+        src = safetensors.numpy.load_file(assets.splade_safetensors)
         # The decoder is tied to the word embeddings: logits = h @ E.T + bias.
         self.vocabulary = np.ascontiguousarray(src["bert.embeddings.word_embeddings.weight"])
         self.vocabulary_bias = np.ascontiguousarray(src["cls.predictions.bias"])
