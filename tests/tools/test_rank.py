@@ -1,4 +1,4 @@
-"""rank: one choice question over the whole list, with the rules of seed builtin__rank."""
+"""rank: one choice question over the whole list, with the documented rules of builtin__rank."""
 
 from __future__ import annotations
 

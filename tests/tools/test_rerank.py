@@ -20,7 +20,7 @@ def likelihood_by_length(request):
 
 
 def test_each_document_is_one_likelihood_question_with_the_query_as_state():
-    """Each document is asked as one likelihood question with the seed's prefix, the query being the state."""
+    """Each document is asked as one likelihood question with the documented prefix, the query being the state."""
     backend = ScriptedBackend(answer=likelihood_by_length)
     with use_backend(backend) as model:
         decirank.rerank("what is a flea", ["short", "a much longer document"], model=model)

@@ -1,4 +1,4 @@
-"""rank (seed ``builtin__rank``): one choice question over a whole list.
+"""rank (``builtin__rank``): one choice question over a whole list.
 
 The items become the options of one choice question. Everything that decides
 the outcome without a model (checking input, the order options are shown in,
@@ -194,7 +194,7 @@ async def _rank_round(call: ToolCall, plan: _Plan, order: list[int], capacity: i
 
 
 def _items_per_call(plan: _Plan, max_options: int) -> int:
-    """Items one choice may carry: one option is kept free for "nothing fits", as the seed's
+    """Items one choice may carry: one option is kept free for "nothing fits", as the documented
     254-item chunks imply. Chunking needs room for two items besides it."""
     capacity = max_options - 1
     if capacity >= 2:

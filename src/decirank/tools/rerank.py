@@ -1,4 +1,4 @@
-"""rerank (seed ``DecisionReranker``): one likelihood question per document.
+"""rerank (``DecisionReranker``): one likelihood question per document.
 
 The query is the state; each document is asked as ``This note bears on the
 request: <text>``; its relevance score is the probability. Documents are

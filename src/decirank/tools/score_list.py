@@ -1,4 +1,4 @@
-"""score_list (seed ``score_list``): rank stored artifacts with an evaluator, keep the top k.
+"""score_list: rank stored artifacts with an evaluator, keep the top k.
 
 For "generate N candidates, then pick the best" pipelines: the N candidates
 already sit in the artifact store under refs ``run_id/agent_id``, and refs are
