@@ -10,6 +10,7 @@ a slow answer, a dropped connection, a malformed body).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -25,6 +26,18 @@ import httpx
 import uvicorn
 
 HOST = "127.0.0.1"
+
+
+def decide_once(backend: Any, request: Any) -> Any:
+    """One decision on a fresh event loop, closing the backend's client after it."""
+
+    async def run() -> Any:
+        try:
+            return await backend.decide(request)
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(run())
 
 
 def free_port() -> int:

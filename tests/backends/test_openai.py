@@ -14,7 +14,7 @@ from decirank.decisions.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnsw
 from decirank.decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from decirank.errors import AuthenticationError, InvalidAnswerError, MissingKeyError, RefusalError
 from decirank.server import create_app
-from tests.loopback import Reply, ScriptedServer, ThreadedServer
+from tests.loopback import Reply, ScriptedServer, ThreadedServer, decide_once
 
 
 def decisions_peer(request: dict) -> dict:
@@ -67,13 +67,8 @@ QUESTIONS = {
 
 
 def decide(backend, request):
-    async def run():
-        try:
-            return await backend.decide(request)
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(run())
+    """One decision on a fresh event loop, closing the backend's client after it."""
+    return decide_once(backend, request)
 
 
 @pytest.fixture(scope="module")

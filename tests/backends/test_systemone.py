@@ -40,7 +40,16 @@ from decirank.errors import (
 )
 from decirank.server import create_app
 from decirank.stores.runlog import current_runlog
-from tests.loopback import Reply, ScriptedServer, ThreadedServer, answers, free_port, subprocess_server, uniform
+from tests.loopback import (
+    Reply,
+    ScriptedServer,
+    ThreadedServer,
+    answers,
+    decide_once,
+    free_port,
+    subprocess_server,
+    uniform,
+)
 
 QUESTIONS = {
     "fleas": LikelihoodQuestion("The note is about fleas.", true="it is about fleas", false="it is not"),
@@ -52,14 +61,7 @@ REQUEST = DecisionRequest({"note": "my dog has fleas, help"}, QUESTIONS)
 
 def decide(backend, request=REQUEST):
     """One decision on a fresh event loop, closing the backend's client after it."""
-
-    async def run():
-        try:
-            return await backend.decide(request)
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(run())
+    return decide_once(backend, request)
 
 
 @pytest.fixture(scope="module")

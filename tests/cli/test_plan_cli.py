@@ -10,18 +10,10 @@ import pytest
 
 import decirank
 from tests.cli._run import decirank as decirank_cli
+from tests.plans.documented_step import RANK_STEP
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-# The plan step of builtin__rank's documentation, verbatim.
-RANK_STEP = """\
-- id: E1
-  tool_name: builtin__rank
-  input:
-    state: "{{input.state}}"
-    items: "{{input.items}}"
-    instructions: "{{input.instructions}}"
-"""
 
 
 @pytest.fixture

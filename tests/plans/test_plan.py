@@ -5,16 +5,7 @@ from __future__ import annotations
 import pytest
 
 from decirank.plans import InvalidPlanError, Plan, PlanError, TemplateError, load_plan
-
-# The plan step of builtin__rank's documentation, verbatim.
-RANK_STEP = """
-- id: E1
-  tool_name: builtin__rank
-  input:
-    state: "{{input.state}}"
-    items: "{{input.items}}"
-    instructions: "{{input.instructions}}"
-"""
+from tests.plans.documented_step import RANK_STEP
 
 
 def step(step_id="E1", tool_name="builtin__rank", **tool_input):

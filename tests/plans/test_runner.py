@@ -8,16 +8,7 @@ import pytest
 from decirank.errors import InvalidInputError, UnknownModelError
 from decirank.plans import PlanResult, StepFailedError, TemplateError, arun_plan, load_plan, run_plan
 from decirank.stores.runlog import current_runlog
-
-# The plan step of builtin__rank's documentation, verbatim.
-RANK_STEP = """
-- id: E1
-  tool_name: builtin__rank
-  input:
-    state: "{{input.state}}"
-    items: "{{input.items}}"
-    instructions: "{{input.instructions}}"
-"""
+from tests.plans.documented_step import RANK_STEP
 
 PAGES = [
     {"title": "bread baking at home", "url": "b"},
