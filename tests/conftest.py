@@ -27,3 +27,12 @@ def isolated_user_dir(tmp_path, monkeypatch):
         monkeypatch.delenv(variable)
     yield home
     reset_runlog()
+
+
+@pytest.fixture
+def store(tmp_path):
+    """An artifact store in a file of the test's own."""
+    from decirank.stores.artifacts import ArtifactStore
+
+    with ArtifactStore(tmp_path / "artifacts.db") as opened:
+        yield opened

@@ -14,17 +14,6 @@ from decirank import ArtifactStore, InvalidInputError, Stamp, register_validatio
 from decirank.stores.artifacts import MIGRATIONS
 
 
-@pytest.fixture(autouse=True)
-def no_artifacts_override(monkeypatch):
-    monkeypatch.delenv("DECIRANK_ARTIFACTS", raising=False)
-
-
-@pytest.fixture
-def store(tmp_path):
-    with ArtifactStore(tmp_path / "artifacts.db") as opened:
-        yield opened
-
-
 def test_put_then_get_returns_the_text_exactly(store):
     """Text comes back byte for byte, unicode, blank lines and empty text included."""
     store.put("run1/agent-a", "héllo\n\n  wörld\n")

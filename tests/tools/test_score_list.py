@@ -25,17 +25,6 @@ PYTHON = shlex.quote(sys.executable)
 JSON_CHECK = f'exec:{PYTHON} -c "import json,sys; json.load(open(sys.argv[1]))" {{artifact}}'
 
 
-@pytest.fixture(autouse=True)
-def no_artifacts_override(monkeypatch):
-    monkeypatch.delenv("DECIRANK_ARTIFACTS", raising=False)
-
-
-@pytest.fixture
-def store(tmp_path):
-    with ArtifactStore(tmp_path / "artifacts.db") as opened:
-        yield opened
-
-
 def is_running(pid: int) -> bool:
     """Alive and not a zombie: a killed orphan may wait a moment for its reaper."""
     try:
