@@ -15,10 +15,10 @@ from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
 from .backends import Backend, register_provider
-from .decisions.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
+from .types.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
 from .decisions.decider import Decider
-from .decisions.limits import ModelLimits
-from .decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
+from .types.limits import ModelLimits
+from .types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from .errors import (
     AllModelsFailedError,
     CancelledError,

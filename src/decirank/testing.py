@@ -19,9 +19,9 @@ import anyio
 
 from .backends import _providers, register_provider
 from .backends.base import Backend
-from .decisions.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
-from .decisions.limits import ModelLimits
-from .decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion
+from .types.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
+from .types.limits import ModelLimits
+from .types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion
 
 __all__ = ["ScriptedBackend", "uniform_answers", "use_backend"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from decirank.backends.base import binomial_levels, render_state
-from decirank.decisions.answers import ScoreAnswer
+from decirank.types.answers import ScoreAnswer
 
 
 def test_render_state_reads_values_not_keys():

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from decirank.backends import create_backend
-from decirank.decisions.answers import check_response
-from decirank.decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
+from decirank.types.answers import check_response
+from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 
 
 def decide(request):

@@ -16,8 +16,8 @@ from decirank.backends.local import LocalBackend, _model
 from decirank.backends.local._assets import find_assets
 from decirank.backends.local._model import _runtime
 from decirank.backends.local._text import split_frame, split_question
-from decirank.decisions.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer, check_response
-from decirank.decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
+from decirank.types.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer, check_response
+from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from decirank.errors import MissingAssetError, UnknownModelError
 
 QUERY = "how long do fleas live"

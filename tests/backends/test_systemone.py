@@ -22,8 +22,8 @@ from decirank.backends.systemone import (
     encode_answer,
     encode_question,
 )
-from decirank.decisions.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
-from decirank.decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
+from decirank.types.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
+from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from decirank.errors import (
     AuthenticationError,
     InvalidAnswerError,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from decirank.backends import _providers, register_provider
-from decirank.decisions.questions import DecisionRequest
+from decirank.types.questions import DecisionRequest
 from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, uniform_answers
 

@@ -8,10 +8,10 @@ import time
 import pytest
 
 import decirank
-from decirank.decisions.answers import LikelihoodAnswer, Usage
+from decirank.types.answers import LikelihoodAnswer, Usage
 from decirank.decisions.failover import MAX_RATE_LIMIT_RETRIES, Failover, Retry
-from decirank.decisions.limits import ModelLimits
-from decirank.decisions.questions import DecisionRequest, LikelihoodQuestion
+from decirank.types.limits import ModelLimits
+from decirank.types.questions import DecisionRequest, LikelihoodQuestion
 from decirank.decisions.toolcall import ToolCall
 from decirank.errors import (
     AllModelsFailedError,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import decirank
-from decirank.decisions.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
-from decirank.decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
+from decirank.types.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
+from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from decirank.errors import ConfigError
 from decirank.stores.cache import DecisionCache, cache_key
 from decirank.stores.runlog import current_runlog

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 import decirank
-from decirank.decisions.answers import Usage
+from decirank.types.answers import Usage
 from decirank.errors import StoreError
 from decirank.stores._database import SQLiteDatabase
 from decirank.stores._migrations import Migration, migrate

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 import decirank
-from decirank.decisions.answers import LikelihoodAnswer
+from decirank.types.answers import LikelihoodAnswer
 from decirank.errors import InvalidInputError
 from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, use_backend

@@ -8,8 +8,8 @@ import random
 import pytest
 
 import decirank
-from decirank.decisions.answers import ChoiceAnswer
-from decirank.decisions.limits import ModelLimits
+from decirank.types.answers import ChoiceAnswer
+from decirank.types.limits import ModelLimits
 from decirank.errors import InvalidInputError, LimitExceededError, UnknownModelError
 from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, use_backend

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 import decirank
-from decirank.decisions.answers import LikelihoodAnswer
-from decirank.decisions.limits import ModelLimits
+from decirank.types.answers import LikelihoodAnswer
+from decirank.types.limits import ModelLimits
 from decirank.errors import InvalidAnswerError, InvalidInputError, ServerError
 from decirank.testing import ScriptedBackend, use_backend
 from decirank.tools.rerank import QUESTION_PREFIX

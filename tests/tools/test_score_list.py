@@ -14,7 +14,7 @@ import pytest
 
 import decirank
 from decirank import ArtifactStore, InvalidInputError, Verdict, register_validation_type
-from decirank.decisions.answers import LikelihoodAnswer, ScoreAnswer
+from decirank.types.answers import LikelihoodAnswer, ScoreAnswer
 from decirank.errors import ServerError
 from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, use_backend

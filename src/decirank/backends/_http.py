@@ -37,9 +37,9 @@ import httpx
 
 from .. import __version__
 from .._paths import config_file
-from ..decisions.answers import DecisionResponse, Usage
-from ..decisions.limits import ModelLimits
-from ..decisions.questions import DecisionRequest
+from ..types.answers import DecisionResponse, Usage
+from ..types.limits import ModelLimits
+from ..types.questions import DecisionRequest
 from ..errors import (
     AuthenticationError,
     ConfigError,

@@ -15,9 +15,9 @@ import json
 import math
 from typing import Any, ClassVar
 
-from ..decisions.answers import DecisionResponse
-from ..decisions.limits import ModelLimits
-from ..decisions.questions import DecisionRequest
+from ..types.answers import DecisionResponse
+from ..types.limits import ModelLimits
+from ..types.questions import DecisionRequest
 
 __all__ = ["Backend", "binomial_levels", "render_state"]
 

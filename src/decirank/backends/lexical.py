@@ -16,9 +16,9 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from ..decisions.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
-from ..decisions.limits import ModelLimits
-from ..decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
+from ..types.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
+from ..types.limits import ModelLimits
+from ..types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from .base import Backend, binomial_levels, render_state
 
 __all__ = ["LexicalBackend"]

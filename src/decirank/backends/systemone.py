@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..decisions.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
-from ..decisions.limits import ModelLimits
-from ..decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
+from ..types.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
+from ..types.limits import ModelLimits
+from ..types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
 from ..errors import InvalidAnswerError, InvalidInputError
 from ._http import HttpBackend, Price, priced_usage, request_id_suffix, wire_probability, wire_token_count
 

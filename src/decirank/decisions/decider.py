@@ -22,11 +22,11 @@ import anyio
 from .._config import load_config
 from ..backends import Backend, create_backend
 from ..errors import AllModelsFailedError, DecisionTimeoutError, InvalidInputError, UnknownModelError
-from .answers import DecisionResponse, check_response
+from ..types.answers import DecisionResponse, check_response
 from .budget import Budget
 from .failover import Attempt, Failover
-from .limits import ModelLimits
-from .questions import DecisionRequest
+from ..types.limits import ModelLimits
+from ..types.questions import DecisionRequest
 from .roles import DEFAULT_ROLE, check_provider_sections, provider_options, resolve_chain
 
 __all__ = ["DEFAULT_ROLE", "AnswerCache", "Decider"]

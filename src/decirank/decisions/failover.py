@@ -38,8 +38,8 @@ from ..errors import (
     RateLimitError,
     TooLargeError,
 )
-from .answers import DecisionResponse, Usage
-from .questions import DecisionRequest
+from ..types.answers import DecisionResponse, Usage
+from ..types.questions import DecisionRequest
 
 __all__ = ["MAX_RATE_LIMIT_RETRIES", "MAX_RETRY_WAIT", "Attempt", "Failover", "Retry"]
 

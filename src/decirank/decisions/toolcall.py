@@ -19,12 +19,12 @@ import anyio
 from ..errors import InvalidInputError, error_record
 from ..stores.cache import DecisionCache, current_cache
 from ..stores.runlog import RunLog, current_parent_run, current_runlog, new_run_id, summarize
-from .answers import DecisionResponse, Usage
+from ..types.answers import DecisionResponse, Usage
 from .budget import Budget
 from .decider import DEFAULT_ROLE, Decider
 from .failover import Attempt
-from .questions import DecisionRequest
-from .records import answers_to_data, request_to_data
+from ..types.questions import DecisionRequest
+from ..types.records import answers_to_data, request_to_data
 
 __all__ = ["ToolCall", "check_timeout", "gather"]
 

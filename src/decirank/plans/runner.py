@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 
 from .._sync import run_sync
-from ..decisions.answers import Usage
+from ..types.answers import Usage
 from ..errors import DecirankError, error_record
 from ..stores.runlog import RunLog, current_parent_run, current_runlog, new_run_id, summarize, under_parent_run
 from ..tools.registry import call_tool

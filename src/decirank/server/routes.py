@@ -26,9 +26,9 @@ from .. import __version__
 from ..backends import openai as decisions_wire
 from ..backends import parse_model_name
 from ..backends import systemone as systemone_wire
-from ..decisions.answers import DecisionResponse
+from ..types.answers import DecisionResponse
 from ..decisions.decider import Decider
-from ..decisions.questions import DecisionRequest
+from ..types.questions import DecisionRequest
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, UnknownModelError
 from ..stores.runlog import current_runlog

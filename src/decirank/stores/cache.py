@@ -21,9 +21,9 @@ from pathlib import Path
 from .._config import load_config
 from .._jsonpath import canonical_json
 from .._paths import data_file
-from ..decisions.answers import DecisionResponse, Usage
-from ..decisions.questions import DecisionRequest
-from ..decisions.records import answers_from_data, answers_to_data, request_to_data
+from ..types.answers import DecisionResponse, Usage
+from ..types.questions import DecisionRequest
+from ..types.records import answers_from_data, answers_to_data, request_to_data
 from ..errors import ConfigError, InvalidAnswerError
 from ._database import Database, SQLiteDatabase, timestamp
 from ._migrations import Migration, migrate

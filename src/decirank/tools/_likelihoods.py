@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..decisions.questions import DecisionRequest, LikelihoodQuestion
+from ..types.questions import DecisionRequest, LikelihoodQuestion
 from ..decisions.toolcall import ToolCall
 from ._checks import check_count
 

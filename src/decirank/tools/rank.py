@@ -16,9 +16,9 @@ from typing import Any
 
 from .._jsonpath import MISSING, digest, resolve_dot_path, to_text
 from .._sync import run_sync
-from ..decisions.answers import ChoiceAnswer, Usage
+from ..types.answers import ChoiceAnswer, Usage
 from ..decisions.decider import DEFAULT_ROLE
-from ..decisions.questions import ChoiceQuestion, DecisionRequest
+from ..types.questions import ChoiceQuestion, DecisionRequest
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, LimitExceededError
 from ._checks import check_instructions, check_items, check_optional_text, check_top_k

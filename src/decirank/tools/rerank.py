@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._sync import run_sync
-from ..decisions.answers import Usage
+from ..types.answers import Usage
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError

@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 
 from .._sync import run_sync
-from ..decisions.answers import Usage
+from ..types.answers import Usage
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall, check_timeout, gather
 from ..errors import InvalidInputError

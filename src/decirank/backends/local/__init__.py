@@ -16,9 +16,9 @@ import threading
 
 import anyio
 
-from ...decisions.answers import DecisionResponse, Usage
-from ...decisions.limits import ModelLimits
-from ...decisions.questions import DecisionRequest
+from ...types.answers import DecisionResponse, Usage
+from ...types.limits import ModelLimits
+from ...types.questions import DecisionRequest
 from ...errors import UnknownModelError
 from ..base import Backend
 from ._model import VARIANTS, LocalModel

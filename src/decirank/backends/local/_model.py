@@ -43,8 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...decisions.answers import Answer, ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
-from ...decisions.questions import ChoiceQuestion, LikelihoodQuestion, Question, ScoreQuestion
+from ...types.answers import Answer, ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
+from ...types.questions import ChoiceQuestion, LikelihoodQuestion, Question, ScoreQuestion
 from ...errors import MissingAssetError
 from ..base import binomial_levels, render_state
 from ._assets import MINILM_FIX, SPLADE_FIX, find_assets

@@ -7,7 +7,7 @@ PARTIAL above 0, INVALID at 0.
 
 from __future__ import annotations
 
-from ...decisions.questions import DecisionRequest, ScoreQuestion
+from ...types.questions import DecisionRequest, ScoreQuestion
 from ...decisions.toolcall import ToolCall
 from .base import Evaluation, Evaluator, Verdict
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import anyio
 
-from ...decisions.questions import DecisionRequest, LikelihoodQuestion
+from ...types.questions import DecisionRequest, LikelihoodQuestion
 from ...decisions.toolcall import ToolCall
 from ...errors import InvalidInputError
 from ...stores.artifacts import ArtifactStore, RegisteredType, check_type_name

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from decirank.decisions.answers import (
+from decirank.types.answers import (
     ChoiceAnswer,
     DecisionResponse,
     LikelihoodAnswer,
@@ -14,8 +14,8 @@ from decirank.decisions.answers import (
     Usage,
     check_response,
 )
-from decirank.decisions.limits import ModelLimits
-from decirank.decisions.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
+from decirank.types.limits import ModelLimits
+from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from decirank.errors import InvalidAnswerError, InvalidInputError, LimitExceededError
 
 
