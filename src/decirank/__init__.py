@@ -18,7 +18,7 @@ from .backends import Backend, register_provider
 from .types.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
 from .decisions.decider import Decider
 from .types.limits import ModelLimits
-from .types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
+from .types.questions import ChoiceQuestion, DecisionRequest, Example, LikelihoodQuestion, ScoreQuestion
 from .errors import (
     AllModelsFailedError,
     CancelledError,
@@ -57,6 +57,7 @@ __all__ = [
     "DecisionRequest",
     "DecisionResponse",
     "DecisionTimeoutError",
+    "Example",
     "FilterDecision",
     "FilterResult",
     "InvalidAnswerError",

@@ -22,6 +22,7 @@ from ..errors import InvalidInputError
 __all__ = [
     "ChoiceQuestion",
     "DecisionRequest",
+    "Example",
     "LikelihoodQuestion",
     "Question",
     "ScoreQuestion",
@@ -38,21 +39,73 @@ def _require_text(value: Any, field_name: str) -> None:
         raise InvalidInputError(field_name, "a non-empty string", got=value)
 
 
+MAX_EXAMPLES = 10_000
+
+
+@dataclass(frozen=True)
+class Example:
+    """A labelled example for a question: what the model judges, and the right answer.
+
+    ``state`` is the text (or JSON value) the question is asked about: the state,
+    or for a question that names its own subject (the filter tool's item) that
+    subject. ``answer`` is ``True``/``False`` for a likelihood question and an
+    option key for a choice question.
+    """
+
+    state: Any
+    answer: bool | str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "answer": self.answer}
+
+
+def _check_examples(examples: Any, allowed: Any, expected: str) -> tuple[Example, ...]:
+    """Examples as a tuple of :class:`Example`; plain ``{"state", "answer"}`` mappings are accepted too."""
+    if examples is None:
+        return ()
+    if isinstance(examples, str | bytes | Mapping) or not hasattr(examples, "__iter__"):
+        raise InvalidInputError("question.examples", 'a list of {"state": ..., "answer": ...}', got=examples)
+    checked: list[Example] = []
+    for i, example in enumerate(examples):
+        if isinstance(example, Mapping):
+            if set(example) != {"state", "answer"}:
+                raise InvalidInputError(
+                    f"question.examples.{i}", 'an object with exactly "state" and "answer"', got=sorted(example)
+                )
+            example = Example(example["state"], example["answer"])
+        if not isinstance(example, Example):
+            raise InvalidInputError(f"question.examples.{i}", 'an Example or {"state", "answer"}', got=example)
+        if not allowed(example.answer):
+            raise InvalidInputError(f"question.examples.{i}.answer", expected, got=example.answer)
+        checked.append(example)
+    if len(checked) > MAX_EXAMPLES:
+        raise InvalidInputError("question.examples", f"at most {MAX_EXAMPLES} examples", got=len(checked))
+    return tuple(checked)
+
+
 @dataclass(frozen=True)
 class LikelihoodQuestion:
     """How likely is ``instructions`` true of the state? Answered by a probability.
 
-    ``true`` and ``false`` optionally say what each outcome means.
+    ``true`` and ``false`` optionally say what each outcome means. ``examples``
+    are labelled states (answer ``True`` or ``False``) a model may learn from.
     """
 
     instructions: str
     true: str | None = None
     false: str | None = None
+    examples: tuple[Example, ...] = ()
 
     kind: ClassVar[str] = "likelihood"
 
     def __post_init__(self) -> None:
         _require_text(self.instructions, "question.instructions")
+        for name in ("true", "false"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidInputError(f"question.{name}", "a string description or null", got=value)
+        examples = _check_examples(self.examples, lambda answer: isinstance(answer, bool), "true or false")
+        object.__setattr__(self, "examples", examples)
 
 
 @dataclass(frozen=True)
@@ -66,6 +119,8 @@ class ChoiceQuestion:
 
     instructions: str
     options: Mapping[str, str]
+    #: Labelled states whose answer is an option key, for a model that can learn from them.
+    examples: tuple[Example, ...] = ()
 
     kind: ClassVar[str] = "choice"
 
@@ -83,6 +138,10 @@ class ChoiceQuestion:
             if not isinstance(description, str):
                 raise InvalidInputError(f"question.options.{key}", "a string description", got=description)
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+        examples = _check_examples(
+            self.examples, lambda answer: isinstance(answer, str) and answer in self.options, "one of the option keys"
+        )
+        object.__setattr__(self, "examples", examples)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ def question_to_data(question: Question) -> dict[str, Any]:
         data["options"] = dict(question.options)
     elif isinstance(question, ScoreQuestion):
         data["levels"] = list(question.levels)
+    if getattr(question, "examples", ()):
+        data["examples"] = [example.to_dict() for example in question.examples]
     return data
 
 
