@@ -7,9 +7,9 @@ its busy-retry sleeps. Other processes are kept apart by SQLite's busy
 timeout (or by PostgreSQL).
 
 A commit costs far more than a small row (about 150 us on a 2-core machine,
-against a tool call of about 300 us with the lexical backend), so writes
-that nobody waits for go through a :class:`BatchWriter`, which commits
-them many at a time.
+against a tool call of about 300 us with the lexical backend), so the run
+log writes through a :class:`BatchWriter`: writers finishing at once share
+one commit, and each waits only for the commit that carries its own row.
 
 Foreign errors become :class:`~decirank.errors.StoreError` here.
 """
@@ -123,10 +123,14 @@ class Database(abc.ABC):
             begin()
             try:
                 yield self
+                self._run("COMMIT", ())
             except BaseException:
-                self._run("ROLLBACK", ())
+                # A failed COMMIT can leave the transaction open; a failed statement may have ended it
+                # already. Either way the connection must be left outside any transaction, and the
+                # error that counts is the first one.
+                with contextlib.suppress(Exception):
+                    self._run("ROLLBACK", ())
                 raise
-            self._run("COMMIT", ())
 
     def exclusive_transaction(self) -> contextlib.AbstractContextManager[Database]:
         """Statements inside commit together, and no other writer (thread or process) interleaves."""
@@ -244,66 +248,112 @@ class PostgresDatabase(Database):
 
 
 class BatchWriter:
-    """Buffers statements and commits them many at a time, in the order they came.
+    """Commits statements many at a time, in the order they came; a waiting writer is told its own fate.
 
-    A statement that finds the buffer full, or its oldest statement
-    ``LINGER_SECONDS`` old, writes the buffer in the caller's own thread; a
-    background sweeper writes what is left once callers fall quiet. Writing
-    in the caller's thread matters: a writer thread would take the GIL back
-    after every row SQLite steps, and on two cores that costs more than the
-    writes. :meth:`flush` writes everything submitted so far. A failed write
-    is raised, as a :class:`StoreError`, by the next :meth:`submit` or
-    :meth:`flush`; what is pending at interpreter exit is written then.
+    :meth:`submit` buffers a statement. With ``wait=True`` it returns only
+    once the statement is committed (group commit): the caller takes the
+    write lock and commits everything buffered so far, its own statement and
+    every other thread's, or finds on taking the lock that another caller's
+    commit already carried it. So under concurrency one commit serves many
+    callers, and a caller that is told "done" is durable. Statements nobody
+    waits for (a run's opening row) ride along with the next commit, or are
+    written by a background sweeper once they are ``2 * LINGER_SECONDS`` old.
+
+    Writing happens in the callers' threads: a writer thread would take the
+    GIL back after every row SQLite steps, and on two cores that costs more
+    than the writes.
+
+    One bad statement never fails another. A batch whose statements do not
+    all go through is written again one statement at a time, each in its own
+    savepoint of one transaction; a statement that still fails is offered to
+    ``salvage`` (which may return safer parameters to try once more), and
+    failing that its error is kept under the statement's ``key``: the
+    waiting submit with that key raises it as a :class:`StoreError`, and
+    nobody else does. What is pending at interpreter exit is written then.
     """
 
     #: Statements per transaction at most, so one commit never holds the lock for long.
     MAX_BATCH = 500
-    #: How long a statement may wait for company; twice this is the most it waits unwritten.
+    #: How long a statement nobody waits for may wait for company.
     LINGER_SECONDS = 0.05
     #: The sweeper ends after this long without work, and starts again with the next write.
     IDLE_SECONDS = 1.0
+    #: Failures kept for keys nobody has asked about yet, at most (the oldest are dropped).
+    MAX_KEPT_ERRORS = 1000
 
-    def __init__(self, database: Database) -> None:
+    def __init__(
+        self, database: Database, *, salvage: Callable[[Sequence[Any]], Sequence[Any] | None] | None = None
+    ) -> None:
         self.database = database
-        self._pending: list[tuple[str, Sequence[Any]]] = []
+        self._salvage = salvage
+        self._pending: list[tuple[str, Sequence[Any], str | None]] = []
         self._oldest = 0.0
+        #: Statements submitted, and statements whose batch has been written (committed or failed).
+        self._submitted = 0
+        self._written = 0
         self._buffer_lock = threading.Lock()
         # Held while a batch is taken and written, so batches commit in the order they were taken.
         self._write_lock = threading.Lock()
         self._sweeper: threading.Thread | None = None
-        self._error: StoreError | None = None
+        self._errors: dict[str, StoreError] = {}
         _live_writers.add(self)
 
-    def submit(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self._raise_error()
+    def submit(self, sql: str, params: Sequence[Any] = (), *, key: str | None = None, wait: bool = False) -> None:
+        """Buffer one statement; with ``wait``, return once it is committed, or raise why it is not.
+
+        ``key`` names what the statement belongs to (a run): a failure of any
+        statement with that key is raised by the next waiting submit with it.
+        """
         with self._buffer_lock:
-            now = time.monotonic()
             if not self._pending:
-                self._oldest = now
-            self._pending.append((sql, params))
-            due = len(self._pending) >= self.MAX_BATCH or now - self._oldest >= self.LINGER_SECONDS
-            if self._sweeper is None:
+                self._oldest = time.monotonic()
+            self._pending.append((sql, params, key))
+            self._submitted += 1
+            number = self._submitted
+            full = len(self._pending) >= self.MAX_BATCH
+            if self._sweeper is None and not wait:
                 self._sweeper = threading.Thread(target=self._sweep, name="decirank-store-sweeper", daemon=True)
                 self._sweeper.start()
-        if due:
-            self._write_pending()
-            self._raise_error()
+        if wait:
+            self._write_through(number)
+            if key is not None and self._errors:
+                with self._buffer_lock:
+                    error = self._errors.pop(key, None)
+                if error is not None:
+                    raise error
+        elif full:
+            self._write_through(number)
 
     def flush(self) -> None:
-        self._write_pending()
-        self._raise_error()
+        """Write everything submitted so far. Failed statements are their waiters' business, not raised here."""
+        with self._buffer_lock:
+            number = self._submitted
+        self._write_through(number)
 
-    def _raise_error(self) -> None:
-        error, self._error = self._error, None
-        if error is not None:
-            raise error
+    def failure(self, key: str) -> StoreError | None:
+        """The kept failure of a statement with ``key``, if any (and forget it)."""
+        with self._buffer_lock:
+            return self._errors.pop(key, None)
 
-    def _write_pending(self) -> None:
-        with self._write_lock:
-            with self._buffer_lock:
-                batch, self._pending = self._pending, []
-            if batch:
-                self._write(batch)
+    def _write_through(self, number: int) -> None:
+        """Return once statement ``number`` has been written: by this thread, or by the commit that carried it."""
+        while True:
+            with self._write_lock:
+                if self._written >= number:
+                    return
+                with self._buffer_lock:
+                    batch, self._pending = self._pending[: self.MAX_BATCH], self._pending[self.MAX_BATCH :]
+                    if self._pending:
+                        self._oldest = time.monotonic()
+                    last = self._written + len(batch)
+                try:
+                    if batch:
+                        self._write(batch)
+                except BaseException as error:  # interrupted (Ctrl-C): the batch's waiters must not think it written
+                    self._keep([(key, self.database._failed(error)) for _, _, key in batch])
+                    raise
+                finally:
+                    self._written = last
 
     def _sweep(self) -> None:
         idle = 0.0
@@ -317,21 +367,67 @@ class BatchWriter:
                         return
                     continue
                 idle = 0.0
-                # Busy callers write their own batches; this is for the rows they leave behind.
+                # Busy callers write the buffer with their own commits; this is for what they leave behind.
                 stale = time.monotonic() - self._oldest >= 2 * self.LINGER_SECONDS
+                number = self._submitted
             if stale:
-                self._write_pending()
+                try:
+                    self._write_through(number)
+                except Exception as error:  # never expected: _write keeps its failures; the thread must live on
+                    sys.stderr.write(f"decirank: {self.database.what}: {error}\n")
 
-    def _write(self, statements: list[tuple[str, Sequence[Any]]]) -> None:
+    def _write(self, batch: list[tuple[str, Sequence[Any], str | None]]) -> None:
         try:
             with self.database.transaction():
                 # Runs of the same statement go as one executemany: the loop stays in C.
-                for sql, group in itertools.groupby(statements, key=lambda statement: statement[0]):
-                    self.database.execute_many(sql, [params for _, params in group])
-        except StoreError as error:
-            self._error = self._error or error
-        except Exception as error:  # a bug here must not lose the rows without a word
-            self._error = self._error or self.database._failed(error)
+                for sql, group in itertools.groupby(batch, key=lambda statement: statement[0]):
+                    self.database.execute_many(sql, [params for _, params, _ in group])
+            return
+        except Exception:  # some statement failed, or the commit did: find out which, one by one
+            pass
+        self._write_one_by_one(batch)
+
+    def _write_one_by_one(self, batch: list[tuple[str, Sequence[Any], str | None]]) -> None:
+        failures: list[tuple[str | None, StoreError]] = []
+        database = self.database
+        try:
+            with database.transaction():
+                for sql, params, key in batch:
+                    error = self._try(sql, params)
+                    if error is not None and self._salvage is not None:
+                        safer = self._salvage(params)
+                        if safer is not None and self._try(sql, safer) is None:
+                            error = None
+                    if error is not None:
+                        failures.append((key, error))
+        except Exception as error:  # the transaction as a whole failed: none of it is committed
+            failure = error if isinstance(error, StoreError) else database._failed(error)
+            failures = [(key, failure) for _, _, key in batch]
+        self._keep(failures)
+
+    def _keep(self, failures: list[tuple[str | None, StoreError]]) -> None:
+        """Keep each failure for its key's waiter; one without a key has nobody to tell but stderr."""
+        with self._buffer_lock:
+            for key, error in failures:
+                if key is None:
+                    sys.stderr.write(f"decirank: {error}\n")
+                else:
+                    self._errors.setdefault(key, error)
+            while len(self._errors) > self.MAX_KEPT_ERRORS:
+                del self._errors[next(iter(self._errors))]
+
+    def _try(self, sql: str, params: Sequence[Any]) -> StoreError | None:
+        """Run one statement in a savepoint (lock and transaction held); its failure undoes only it."""
+        database = self.database
+        database._run("SAVEPOINT decirank_row", ())
+        try:
+            database._run_many(sql, [params])
+        except Exception as error:
+            database._run("ROLLBACK TO SAVEPOINT decirank_row", ())
+            database._run("RELEASE SAVEPOINT decirank_row", ())
+            return error if isinstance(error, StoreError) else database._failed(error)
+        database._run("RELEASE SAVEPOINT decirank_row", ())
+        return None
 
 
 _live_writers: weakref.WeakSet[BatchWriter] = weakref.WeakSet()

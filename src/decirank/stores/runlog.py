@@ -12,6 +12,45 @@ Where it goes, first match wins:
 - ``DECIRANK_RUNLOG=off`` turns it off;
 - ``DECIRANK_DATABASE_URL=postgresql://...`` writes to PostgreSQL;
 - ``DECIRANK_RUNLOG=/some/file.db``, else ``runs.db`` in the data directory.
+
+Durability
+----------
+
+*A tool call that returns has its run committed.* :meth:`RunLog.finish_run`
+returns only once the run's final row, and every row written before it (its
+opening row, its model calls), is committed; if that row cannot be written
+the tool call fails with :class:`~decirank.errors.StoreError` instead of
+returning. Rows are still written many at a time: callers finishing at once
+share one commit (group commit, see :class:`~._database.BatchWriter`), so the
+price of the guarantee is one commit per tool call when calls come one at a
+time, and less under concurrency. There is no window in which an
+acknowledged run lives only in memory.
+
+What "committed" survives: on PostgreSQL, what the server promises for a
+commit. On SQLite (WAL, ``synchronous = NORMAL``) a commit is in the log
+file when the call returns, so it survives the process dying by any means,
+kill -9 included; an operating-system crash or power cut may lose the
+commits since the last checkpoint, as SQLite documents for that setting.
+
+What is not acknowledged may be lost: a run's opening row (status
+``running``) waits for company, at most ``2 * BatchWriter.LINGER_SECONDS``,
+so a process killed just after starting a call may leave no trace of it.
+
+One bad value never costs another run: texts are stored so that any Python
+string can be written (JSON columns escape everything outside ASCII, lone
+surrogates included, and read back exactly; plain text columns show lone
+surrogates and NUL as backslash escapes), and a row the database still
+refuses fails only its own tool call; the runs sharing its batch commit.
+
+Runs left ``running`` by a process that died are marked ``interrupted``
+(error type ``Interrupted``) the next time any process opens the log. Each
+opening row records its writer: host name, boot id, PID namespace, PID and
+the process's start time. A writer counts as dead only when it is on this
+host (same host name, PID namespace and boot) and no process with its PID
+and start time exists, or when its host was rebooted since. Rows of writers
+on other hosts, or in other PID namespaces, are left alone: nothing here can
+tell whether those are alive. A live run marked by mistake would still be
+set to its real status when it ends.
 """
 
 from __future__ import annotations
@@ -21,9 +60,11 @@ import functools
 import json
 import math
 import os
+import socket
+import sys
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -53,9 +94,11 @@ __all__ = [
     "set_runlog",
     "summarize",
     "under_parent_run",
+    "writer_token",
 ]
 
-RUN_STATUSES = ("running", "success", "failed", "cancelled")
+#: ``interrupted``: the process writing the run ended (was killed) before the run did.
+RUN_STATUSES = ("running", "success", "failed", "cancelled", "interrupted")
 _OFF = frozenset({"off", "0", "false", "no", "none"})
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -97,12 +140,26 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX runs_model ON runs (kind, model)",
         ),
     ),
+    Migration(
+        "m002_run_writer",
+        (
+            # Who wrote a run's opening row (see writer_token), so a dead writer's open runs can be closed.
+            "ALTER TABLE runs ADD COLUMN writer TEXT",
+            # Only open runs are ever looked up by writer; the index holds nothing else.
+            "CREATE INDEX runs_open ON runs (writer) WHERE status = 'running'",
+            # Runs opened before writers were recorded cannot be told apart: they are closed now. A
+            # run of an older process still alive is set to its real status when it ends.
+            "UPDATE runs SET status = 'interrupted', error_type = 'Interrupted', "
+            "error = 'the run was open when the log was upgraded; its process is not known' "
+            "WHERE status = 'running'",
+        ),
+    ),
 )
 
 _COLUMNS = (
     "id", "parent_id", "kind", "tool", "role", "model", "provider", "status", "decision", "attempt", "cached",
     "inputs", "outputs", "request", "answers", "error_type", "error", "input_tokens", "output_tokens",
-    "cached_tokens", "cost", "currency", "calls", "started_at", "ended_at", "duration_ms",
+    "cached_tokens", "cost", "currency", "calls", "started_at", "ended_at", "duration_ms", "writer",
 )  # fmt: skip
 # Rows are written at a run's start and again at its end, in batches (see RunLog._write).
 _UPSERT = (
@@ -123,12 +180,42 @@ def new_run_id() -> str:
     return uuid.uuid4().hex
 
 
-# One encoder for every row: json.dumps with options builds a new one per call.
-_encode_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+# One encoder for every row: json.dumps with options builds a new one per call. ASCII out, so
+# any Python string can be stored (a lone surrogate is a \\udfff escape) and reads back exactly.
+_encode_json = json.JSONEncoder(ensure_ascii=True, default=str).encode
 
 
 def _json(value: Any) -> str | None:
     return None if value is None else _encode_json(value)
+
+
+def _text(value: Any) -> str | None:
+    """``value`` as text any database takes: lone surrogates and NUL become backslash escapes."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        value = str(value)
+    if value.isascii():
+        return value.replace("\x00", "\\x00") if "\x00" in value else value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+
+
+_INT64 = 2**63
+
+
+def _salvage(params: Sequence[Any]) -> tuple[Any, ...]:
+    """A row the database refused, made as safe as it can be: numbers it cannot hold dropped, all text plain."""
+    safer: list[Any] = []
+    for value in params:
+        if isinstance(value, bool) or value is None:
+            safer.append(value)
+        elif isinstance(value, int):
+            safer.append(value if -_INT64 <= value < _INT64 else None)
+        elif isinstance(value, float):
+            safer.append(value if math.isfinite(value) else None)
+        else:
+            safer.append(_text(value))
+    return tuple(safer)
 
 
 def summarize(value: Any, *, max_text: int = 200, max_items: int = 5) -> Any:
@@ -176,8 +263,9 @@ class RunLog:
     def __init__(self, database: Database) -> None:
         self.database = database
         migrate(database, MIGRATIONS)
-        # Tool calls do not wait for their rows: see BatchWriter. Readers flush first.
-        self._writer = BatchWriter(database)
+        # A run's last row is waited for (see "Durability" above); the rest ride along. Readers flush first.
+        self._writer = BatchWriter(database, salvage=_salvage)
+        self.mark_interrupted()
 
     @classmethod
     def open(cls, target: str | Path) -> RunLog:
@@ -203,22 +291,43 @@ class RunLog:
     # Every write is the same upsert, so the writer can send a whole batch in one
     # executemany, in order: a column left None keeps what the row already holds.
 
-    def _write(self, **values: Any) -> None:
-        self._writer.submit(_UPSERT, tuple(map(values.get, _COLUMNS)))
+    def _write(self, key: str, *, wait: bool = False, **values: Any) -> None:
+        """Write a row; ``key`` is the tool run it belongs to, whose closing row waits and hears of failures."""
+        self._writer.submit(_UPSERT, tuple(map(values.get, _COLUMNS)), key=key, wait=wait)
+
+    def mark_interrupted(self) -> int:
+        """Mark ``interrupted`` the runs left ``running`` by writers that are gone; return how many."""
+        writers = [
+            row["writer"]
+            for row in self.database.query("SELECT DISTINCT writer FROM runs WHERE status = 'running'")
+            if row["writer"] is not None
+        ]
+        dead = [writer for writer in writers if _writer_is_gone(writer)]
+        marked = 0
+        for writer in dead:
+            rows = self.database.query(
+                "UPDATE runs SET status = 'interrupted', error_type = 'Interrupted', error = ? "
+                "WHERE status = 'running' AND writer = ? RETURNING id",
+                (_interrupted_message(writer), writer),
+            )
+            marked += len(rows)
+        return marked
 
     def start_run(
         self, run_id: str, *, tool: str, role: str | None, inputs: Any, started: float, parent_id: str | None = None
     ) -> None:
         """Open a tool run; ``parent_id`` makes it a child, as a plan's steps are of the plan's run."""
         self._write(
+            run_id,
             id=run_id,
             parent_id=parent_id,
             kind="tool",
-            tool=tool,
-            role=role,
+            tool=_text(tool),
+            role=_text(role),
             status="running",
             inputs=_json(inputs),
             started_at=timestamp(started),
+            writer=_WRITER.token,
         )
 
     def finish_run(
@@ -233,14 +342,20 @@ class RunLog:
         ended: float,
         duration: float,
     ) -> None:
-        """Close a tool run; ``usage`` is the sum over its children (``Usage.to_dict()``)."""
+        """Close a tool run; ``usage`` is the sum over its children (``Usage.to_dict()``).
+
+        Returns once the run, its model calls included, is committed; raises
+        :class:`~decirank.errors.StoreError` when any of its rows could not be.
+        """
         self._write(
+            run_id,
+            wait=True,
             id=run_id,
             status=_check_status(status),
-            model=models,
+            model=_text(models),
             outputs=_json(outputs),
-            error_type=error["type"] if error else None,
-            error=error["message"] if error else None,
+            error_type=_text(error["type"]) if error else None,
+            error=_text(error["message"]) if error else None,
             ended_at=timestamp(ended),
             duration_ms=duration * 1000,
             **_usage_columns(usage),
@@ -268,21 +383,22 @@ class RunLog:
         """One finished model call (or cache hit); returns its id."""
         run_id = new_run_id()
         self._write(
+            parent_id or run_id,
             id=run_id,
             parent_id=parent_id,
             kind="model",
-            tool=tool,
-            role=role,
-            model=model,
-            provider=provider,
+            tool=_text(tool),
+            role=_text(role),
+            model=_text(model),
+            provider=_text(provider),
             status=_check_status(status),
             decision=decision,
             attempt=attempt,
             cached=int(cached),
             request=_json(request),
             answers=_json(answers),
-            error_type=error["type"] if error else None,
-            error=error["message"] if error else None,
+            error_type=_text(error["type"]) if error else None,
+            error=_text(error["message"]) if error else None,
             started_at=timestamp(started),
             ended_at=timestamp(started + duration),
             duration_ms=duration * 1000,
@@ -364,6 +480,91 @@ class RunLog:
             row["p95_ms"] = _percentile(latencies, 0.95)
         total = sum(int(row["runs"]) for row in tools)
         return {"runs": total, "by_tool": [{**row, "runs": int(row["runs"])} for row in tools], "models": models}
+
+
+# -- who writes: telling a dead writer's open runs from a live one's -------------------------
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as file:
+            return file.read().strip()
+    except OSError:
+        return None
+
+
+def _pid_namespace(pid: int | str = "self") -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return ""
+
+
+def _process_start(pid: int | str) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), '' where unknown, None if it does not exist."""
+    stat = _read(f"/proc/{pid}/stat")
+    if stat is None:
+        return None if os.path.isdir("/proc/self") else ""
+    # The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else ""
+
+
+class _Writer:
+    """This process as a writer of runs: ``host|boot id|pid namespace|pid|start time``; renewed after fork."""
+
+    def __init__(self) -> None:
+        self.host = socket.gethostname().replace("|", "/")
+        self.boot = (_read("/proc/sys/kernel/random/boot_id") or "").replace("|", "/")
+        self.renew()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self.renew)
+
+    def renew(self) -> None:
+        pid = os.getpid()
+        start = _process_start(pid) or ""
+        self.namespace = _pid_namespace().replace("|", "/")
+        self.token = f"{self.host}|{self.boot}|{self.namespace}|{pid}|{start}"
+
+
+_WRITER = _Writer()
+
+
+def writer_token() -> str:
+    """How this process signs the runs it opens (see "Durability" in the module's docstring)."""
+    return _WRITER.token
+
+
+def _writer_is_gone(token: str) -> bool:
+    """True only when the process that wrote ``token`` surely no longer runs."""
+    parts = token.split("|")
+    if len(parts) != 5 or token == _WRITER.token:
+        return False
+    host, boot, namespace, pid_text, start = parts
+    if host != _WRITER.host or namespace != _WRITER.namespace or not pid_text.isdigit():
+        return False  # another host, or another PID namespace (a container): its processes are not ours to see
+    if boot and _WRITER.boot and boot != _WRITER.boot:
+        return True  # this host was rebooted since
+    pid = int(pid_text)
+    now = _process_start(pid)
+    if now is None:
+        return True  # /proc says no such process
+    if now and start:
+        return now != start  # the PID is another process's now
+    if sys.platform == "win32":
+        return False  # os.kill would end the process, not probe it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # it exists, under another user
+    return False
+
+
+def _interrupted_message(token: str) -> str:
+    host, _, _, pid, _ = token.split("|")
+    return f"the process writing this run (pid {pid} on {host}) ended before the run did"
 
 
 def _check_status(status: str) -> str:
