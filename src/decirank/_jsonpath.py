@@ -1,12 +1,24 @@
-"""Canonical JSON, content digests and dot paths, shared by the tools and plans."""
+"""Canonical JSON, content digests and dot paths, shared by the tools and plans; strict JSON reading."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
+import sys
 from typing import Any
 
-__all__ = ["MISSING", "canonical_json", "digest", "resolve_dot_path", "to_text"]
+__all__ = [
+    "MISSING",
+    "JsonProblem",
+    "canonical_json",
+    "digest",
+    "find_non_text",
+    "loads_json",
+    "resolve_dot_path",
+    "to_text",
+]
 
 
 class _Missing:
@@ -50,3 +62,96 @@ def resolve_dot_path(value: Any, path: str) -> Any:
         else:
             return MISSING
     return current
+
+
+# -- strict reading ---------------------------------------------------------------------------
+
+#: A code point in U+D800..U+DFFF. A Python string holds one only from a ``"\\udfff"`` escape that
+#: is not half of a pair, or from bytes that were not UTF-8 (argv's surrogateescape); it is not
+#: text: UTF-8 cannot encode it, so neither a terminal, nor the run log, nor a server can take it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class JsonProblem(ValueError):
+    """Why some text is not JSON that decirank can use.
+
+    ``syntax`` is true when the text is not JSON at all (as opposed to JSON holding something
+    unusable); ``line`` is where, when known; ``path`` the dot path of the bad value, when known.
+    """
+
+    def __init__(self, problem: str, *, syntax: bool = False, line: int | None = None, path: str | None = None):
+        self.problem = problem
+        self.syntax = syntax
+        self.line = line
+        self.path = path
+        super().__init__(problem)
+
+    def where(self) -> str:
+        """``line 3: ``, ``at 0.title: `` or both (or nothing), to put before :attr:`problem`."""
+        if self.line is not None:
+            return f"line {self.line}, at {self.path}: " if self.path else f"line {self.line}: "
+        if self.path:
+            return f"at {self.path}: "
+        return ""
+
+
+def _reject_constant(name: str) -> Any:
+    raise JsonProblem(f"{name} is not JSON", syntax=True)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def find_non_text(value: Any) -> tuple[str, str] | None:
+    """The first place in ``value`` JSON text cannot carry, as ``(dot path, problem)``; else None.
+
+    That is a string (or key) holding a surrogate code point, or a float that is not finite
+    (NaN, Infinity, or a number too large for a float). The walk is iterative, so any depth will do.
+    """
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, current = stack.pop()
+        if isinstance(current, str):
+            found = _SURROGATE.search(current)
+            if found:
+                return path, f"U+{ord(found.group()):04X} is a lone surrogate, which UTF-8 text cannot hold"
+        elif isinstance(current, float):
+            if not math.isfinite(current):
+                return path, "NaN is not a JSON number" if current != current else "a number is out of range"
+        elif isinstance(current, dict):
+            children = []
+            for key, item in current.items():
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    # The path names the key escaped: it is about to be printed.
+                    shown = key.encode("utf-8", "backslashreplace").decode("utf-8")
+                    stack.append((f"{path}.{shown}" if path else shown, key))
+                    break
+                children.append((f"{path}.{key}" if path else str(key), item))
+            stack.extend(reversed(children))
+        elif isinstance(current, list | tuple):
+            stack.extend(reversed([(f"{path}.{i}" if path else str(i), item) for i, item in enumerate(current)]))
+    return None
+
+
+def loads_json(text: str) -> Any:
+    """``json.loads`` for untrusted input: anything it cannot use is a :class:`JsonProblem`.
+
+    Besides syntax errors: NaN and Infinity (not JSON), numbers too large for a float, integers
+    longer than Python converts (``sys.get_int_max_str_digits``), nesting deeper than the parser
+    recurses, and lone surrogates (``"\\ud800"``).
+    """
+    try:
+        value = _DECODER.decode(text)
+    except json.JSONDecodeError as error:
+        raise JsonProblem(error.msg, syntax=True, line=error.lineno) from None
+    except JsonProblem:
+        raise
+    except ValueError:  # the integer-string conversion limit
+        limit = sys.get_int_max_str_digits()
+        raise JsonProblem(f"a number has more than {limit} digits") from None
+    except RecursionError:
+        raise JsonProblem("nested too deeply") from None
+    found = find_non_text(value)
+    if found is not None:
+        raise JsonProblem(found[1], path=found[0])
+    return value

@@ -33,7 +33,10 @@ EXIT_INTERRUPTED = 130
 
 
 def _print_error(message: str) -> None:
-    error_console.print(f"error: {message}", highlight=False, soft_wrap=True)
+    """``error: message`` as one line on stderr, whatever the message holds."""
+    # A message may quote bad input: lone surrogates are escaped so stderr can take them.
+    line = " ".join(message.encode("utf-8", "backslashreplace").decode("utf-8").splitlines())
+    error_console.print(f"error: {line}", highlight=False, soft_wrap=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,6 +53,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except DecirankError as error:
         _print_error(str(error))
+        return EXIT_BAD_INPUT
+    # Nets under the checks where input is read, which name what was wrong: bad input that
+    # reached further still gets one line, never a traceback.
+    except RecursionError:
+        _print_error("the input is nested too deeply")
+        return EXIT_BAD_INPUT
+    except UnicodeEncodeError as error:
+        if "surrogate" not in str(error.reason):
+            raise
+        _print_error("the input holds a lone surrogate (U+D800..U+DFFF), which is not text: give UTF-8")
         return EXIT_BAD_INPUT
     except (KeyboardInterrupt, typer.Abort):
         error_console.print("interrupted")

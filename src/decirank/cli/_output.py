@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .._jsonpath import MISSING, resolve_dot_path
+from .._jsonpath import MISSING, JsonProblem, find_non_text, loads_json, resolve_dot_path
 from ..errors import InvalidInputError
 
 # Markup is off: what these print is the user's data ("[/path]" is text, not a closing tag).
@@ -21,10 +24,15 @@ console = Console(markup=False)
 error_console = Console(stderr=True, markup=False)
 
 __all__ = [
+    "bad_json",
+    "check_base_url",
+    "check_text",
     "console",
     "error_console",
     "json_or_text",
     "new_table",
+    "parse_json",
+    "path_kind",
     "print_json",
     "probability_bar",
     "progress_bar",
@@ -35,20 +43,36 @@ __all__ = [
 ]
 
 
+def _source_name(source: str) -> str:
+    return "standard input" if source == "-" else repr(source)
+
+
+def path_kind(source: str) -> str | None:
+    """``"file"`` for a regular file, ``"other"`` for anything else there (a named pipe, a folder,
+    a device), None for nothing, or for a name no file can have (too long, say)."""
+    try:
+        mode = os.stat(source).st_mode
+    except (OSError, ValueError):
+        return None
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
 def read_text(source: str, field: str, expected: str) -> str:
     """The UTF-8 text of the file ``source``, or of standard input for ``-``.
 
     A missing or unreadable file, or bytes that are not UTF-8, are bad input for ``field``,
-    which should be ``expected``.
+    which should be ``expected``. Only regular files are read: a named pipe with no writer
+    would block forever, and a device may never end.
     """
     if source == "-":
         data = sys.stdin.buffer.read()
     else:
-        path = Path(source)
-        if not path.is_file():
-            raise InvalidInputError(field, expected, detail=f"no file {source!r}")
+        kind = path_kind(source)
+        if kind != "file":
+            detail = f"{source!r} is not a regular file" if kind else f"no file {source!r}"
+            raise InvalidInputError(field, expected, detail=detail)
         try:
-            data = path.read_bytes()
+            data = Path(source).read_bytes()
         except OSError as error:
             detail = f"cannot read {source!r}: {error.strerror or error}"
             raise InvalidInputError(field, expected, detail=detail) from None
@@ -58,37 +82,105 @@ def read_text(source: str, field: str, expected: str) -> str:
         raise InvalidInputError(field, "UTF-8 text", detail=f"byte {error.start} is not UTF-8") from None
 
 
+def bad_json(field: str, expected: str, problem: JsonProblem, source: str | None = None) -> InvalidInputError:
+    """The error for JSON that ``loads_json`` refused: where (the source, line or path) and what."""
+    where = problem.where()
+    prefix = "" if source is None else f"{source}, " if where else f"{source}: "
+    return InvalidInputError(field, expected, detail=f"{prefix}{where}{problem.problem}")
+
+
+def parse_json(text: str, field: str, expected: str = "JSON", source: str | None = None) -> Any:
+    """``text`` as JSON, with every protection of :func:`loads_json`; bad input for ``field`` if not."""
+    try:
+        return loads_json(text)
+    except JsonProblem as problem:
+        raise bad_json(field, expected, problem, source) from None
+
+
+def check_text(value: Any, field: str, expected: str) -> Any:
+    """``value`` itself, once sure it holds no lone surrogate and no float that is not finite."""
+    found = find_non_text(value)
+    if found is not None:
+        raise bad_json(field, expected, JsonProblem(found[1], path=found[0]))
+    return value
+
+
 def read_json_list(source: str, field: str) -> list[Any]:
     """A JSON array file, a JSON Lines file, or ``-`` for standard input."""
     text = read_text(source, field, "a JSON or JSON Lines file, or - for standard input")
+    name = _source_name(source)
     stripped = text.strip()
     if stripped.startswith("["):
-        try:
-            value = json.loads(stripped)
-        except json.JSONDecodeError as error:
-            raise InvalidInputError(field, "a JSON array", detail=f"line {error.lineno}: {error.msg}") from None
-        return value
+        return parse_json(stripped, field, "a JSON array", name)
     values = []
     for number, line in enumerate(stripped.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            values.append(json.loads(line))
-        except json.JSONDecodeError as error:
-            raise InvalidInputError(field, "a JSON array or JSON Lines", detail=f"line {number}: {error.msg}") from None
+            values.append(loads_json(line))
+        except JsonProblem as problem:
+            problem.line = number
+            raise bad_json(field, "a JSON array or JSON Lines", problem, name) from None
     return values
 
 
-def json_or_text(value: str) -> Any:
-    """A JSON value given on the command line; text that is not JSON is taken as a string."""
+def json_or_text(value: str, field: str) -> Any:
+    """A JSON value given on the command line (option ``field``); text that is not JSON is a string."""
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        return value
+        return loads_json(value)
+    except JsonProblem as problem:
+        if not problem.syntax:
+            raise bad_json(field, "JSON or plain text", problem) from None
+    # Bytes that were not UTF-8 reach argv as lone surrogates.
+    return check_text(value, field, "JSON or plain text")
+
+
+def check_base_url(value: str | None) -> str | None:
+    """The ``--base-url`` callback: an http(s) URL with a host that HTTP clients can parse, or None."""
+    if value is None:
+        return None
+    import httpx  # here: most commands never take a base URL, and httpx is slow to import
+
+    problem = None
+    if find_non_text(value) is not None:
+        problem = "not a URL: it is not UTF-8 text"
+    elif not value.lower().startswith(("http://", "https://")):
+        problem = "expected an http:// or https:// URL"
+    else:
+        try:
+            if not httpx.URL(value).host:
+                problem = "the URL names no host"
+        except (httpx.InvalidURL, ValueError, UnicodeError) as error:
+            problem = f"not a valid URL: {error}"
+    if problem is not None:
+        import typer
+
+        raise typer.BadParameter(problem)
+    return value
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every float that is not finite (NaN, Infinity) as None, which JSON can say."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    """``data`` as JSON on stdout: always JSON, so NaN and Infinity (which a run may have logged
+    from the Python API) are null, and a lone surrogate is written as its ``\\u`` escape."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
+    except ValueError:
+        data = _finite(data)
+        text = json.dumps(data, ensure_ascii=False, indent=2)
+    if find_non_text(text) is not None:
+        text = json.dumps(data, ensure_ascii=True, indent=2)
+    sys.stdout.write(text + "\n")
 
 
 def probability_bar(probability: float | None, width: int = 20) -> Text:

@@ -14,9 +14,11 @@ from ..tools._evaluators import DEFAULT_EXEC_TIMEOUT
 from ..tools.score_list import DEFAULT_MAX_CONCURRENCY, Verdict, parse_refs, register_validation_type, score_list
 from ._app import app
 from ._output import (
+    check_base_url,
     console,
     error_console,
     new_table,
+    parse_json,
     print_json,
     progress_bar,
     read_json_list,
@@ -145,8 +147,10 @@ def remove_type(name: Annotated[str, typer.Argument(metavar="NAME", help="The ty
 
 
 def _refs_value(value: str) -> object:
-    """An inline JSON array goes to score_list as is; ``-`` and file names are read first."""
-    return value if value.lstrip().startswith("[") else read_json_list(value, "refs")
+    """An inline JSON array is parsed here, with the same protections as a file; ``-`` and file names are read."""
+    if value.lstrip().startswith("["):
+        return parse_json(value, "--refs", "a JSON array of refs")
+    return read_json_list(value, "refs")
 
 
 @app.command("score-list")
@@ -176,7 +180,10 @@ def score_list_command(
         float | None, typer.Option("--timeout", help="Time budget in seconds for all model calls together.")
     ] = None,
     base_url: Annotated[
-        str | None, typer.Option("--base-url", help="Base URL for an HTTP backend, e.g. http://127.0.0.1:8000.")
+        str | None,
+        typer.Option(
+            "--base-url", callback=check_base_url, help="Base URL for an HTTP backend, e.g. http://127.0.0.1:8000."
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:

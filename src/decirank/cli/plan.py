@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,33 +13,66 @@ from ..errors import InvalidInputError
 from ..plans import PlanResult, StepResult, run_plan
 from ..plans.plan import yaml_problem
 from ._app import app
-from ._output import console, new_table, print_json, read_text, short_text, shown_item
+from .._jsonpath import JsonProblem, find_non_text, loads_json
+from ._output import (
+    bad_json,
+    console,
+    new_table,
+    parse_json,
+    path_kind,
+    print_json,
+    read_text,
+    short_text,
+    shown_item,
+)
 
 plan_app = typer.Typer(help="Run plans: tool steps wired together with {{...}} templates.", no_args_is_help=True)
 app.add_typer(plan_app, name="plan")
+
+
+def _load_yaml(text: str, field: str, source: str) -> Any:
+    """YAML with the protections JSON gets: no huge integers, no endless nesting, no lone surrogates."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise InvalidInputError(field, "YAML", detail=f"{source}{yaml_problem(error)}") from None
+    except RecursionError:
+        raise InvalidInputError(field, "YAML", detail=f"{source}: nested too deeply") from None
+    except ValueError as error:  # a constructor's: the integer-string conversion limit, a bad date
+        problem = str(error)
+        if "integer string conversion" in problem:
+            problem = f"a number has more than {sys.get_int_max_str_digits()} digits"
+        raise InvalidInputError(field, "YAML", detail=f"{source}: {problem}") from None
+    found = find_non_text(value)
+    if found is not None:
+        path, problem = found
+        raise InvalidInputError(field, "YAML", detail=f"{source}, at {path}: {problem}" if path else f"{source}: {problem}")
+    return value
+
+
+def _read_plan(path: Path) -> Any:
+    """The plan file's steps, parsed here so that its YAML gets :func:`_load_yaml`'s protections."""
+    source = str(path)
+    return _load_yaml(read_text(source, "plan", "a YAML plan file"), "plan", repr(source))
 
 
 def _read_plan_input(value: str | None) -> Any:
     """A JSON (or YAML) file, ``-`` for standard input, or a JSON value given inline."""
     if value is None:
         return {}
-    if value != "-" and not Path(value).is_file():
+    if value != "-" and path_kind(value) is None:
         try:
-            return json.loads(value)
-        except json.JSONDecodeError as error:
-            detail = f"no file {value!r}, and not JSON: {error.msg}"
+            return loads_json(value)
+        except JsonProblem as problem:
+            if not problem.syntax:
+                raise bad_json("--input", "a JSON file or a JSON value", problem) from None
+            detail = f"no file {value!r}, and not JSON: {problem.problem}"
             raise InvalidInputError("--input", "a JSON file or a JSON value", detail=detail) from None
     text = read_text(value, "--input", "a JSON file, or - for standard input")
-    source = "standard input" if value == "-" else value
+    source = "standard input" if value == "-" else repr(value)
     if Path(value).suffix in (".yaml", ".yml"):
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            raise InvalidInputError("--input", "YAML", detail=f"{source}{yaml_problem(error)}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InvalidInputError("--input", "JSON", detail=f"{source}, line {error.lineno}: {error.msg}") from None
+        return _load_yaml(text, "--input", source)
+    return parse_json(text, "--input", "JSON", source)
 
 
 def _summarize_step(step: StepResult) -> str:
@@ -88,7 +121,7 @@ def run_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print every step's input and output as JSON.")] = False,
 ) -> None:
     """Run a plan's steps in order; {{input.x}} and {{E1.items}} tags carry values between them."""
-    result = run_plan(plan, _read_plan_input(input_value))
+    result = run_plan(_read_plan(plan), _read_plan_input(input_value))
     if as_json:
         print_json(result.to_dict())
         return

@@ -11,7 +11,7 @@ from rich.text import Text
 from ..errors import ConfigError
 from ..stores.runlog import RUN_STATUSES, RunLog, configured_location, current_runlog
 from ._app import app
-from ._output import console, new_table, print_json, short_text
+from ._output import check_text, console, new_table, print_json, short_text
 
 runs_app = typer.Typer(help="List, show and sum up recorded runs.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
@@ -25,6 +25,9 @@ def _runlog() -> RunLog:
         raise ConfigError("the run log is off (DECIRANK_RUNLOG=off); unset DECIRANK_RUNLOG to record runs")
     return runlog
 
+
+#: The largest --limit: SQLite's (and PostgreSQL's bigint) largest integer.
+MAX_LIMIT = 2**63 - 1
 
 #: How much of a run id a table shows; ``runs show`` takes any unique prefix.
 SHORT_ID = 12
@@ -53,7 +56,9 @@ def _tokens(row: dict[str, Any]) -> str:
 
 @runs_app.command("list")
 def list_runs(
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show at most this many runs.")] = 20,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, max=MAX_LIMIT, help="Show at most this many runs.")
+    ] = 20,
     tool: Annotated[
         str | None, typer.Option("--tool", "-t", help="Only runs of this tool (rank, rerank, plan, ...).")
     ] = None,
@@ -63,6 +68,8 @@ def list_runs(
     as_json: JsonOption = False,
 ) -> None:
     """List tool runs, newest first."""
+    check_text(tool, "--tool", "UTF-8 text")
+    check_text(status, "--status", "UTF-8 text")
     runs = _runlog().runs(limit=limit, tool=tool, status=status)
     if as_json:
         print_json(runs)
@@ -89,7 +96,7 @@ def show_run(
     as_json: JsonOption = False,
 ) -> None:
     """Show one run: its inputs, outputs, error, and every model call with its failover attempts."""
-    run = _runlog().run(run_id)
+    run = _runlog().run(check_text(run_id, "run id", "UTF-8 text"))
     if as_json:
         print_json(run)
         return

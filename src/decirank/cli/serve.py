@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 from enum import Enum
 from typing import Annotated
 
@@ -33,6 +34,13 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _positive_seconds(value: float | None) -> float | None:
+    """The ``--timeout`` callback: a finite number of seconds above 0 (click lets ``nan`` through)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value} is not a number of seconds greater than 0")
+    return value
+
+
 @app.command()
 def serve(
     host: Annotated[
@@ -51,10 +59,15 @@ def serve(
         ),
     ] = None,
     max_body_bytes: Annotated[
-        int | None, typer.Option("--max-body-bytes", help="Larger request bodies get 413 (default 4 MiB).")
+        int | None, typer.Option("--max-body-bytes", min=1, help="Larger request bodies get 413 (default 4 MiB).")
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Seconds a request may take when it names no budget (default 30).")
+        float | None,
+        typer.Option(
+            "--timeout",
+            callback=_positive_seconds,
+            help="Seconds a request may take when it names no budget (default 30).",
+        ),
     ] = None,
     allow_exec: Annotated[
         bool,

@@ -13,6 +13,7 @@ from ..tools.rerank import DEFAULT_TIMEOUT
 from ..tools.rerank import rerank as rerank_documents
 from ._app import app
 from ._output import (
+    check_base_url,
     console,
     json_or_text,
     new_table,
@@ -25,7 +26,10 @@ from ._output import (
 
 ModelOption = Annotated[str, typer.Option("--model", "-m", help="A role (decider) or a provider:model name.")]
 BaseUrlOption = Annotated[
-    str | None, typer.Option("--base-url", help="Base URL for an HTTP backend, e.g. http://127.0.0.1:8000.")
+    str | None,
+    typer.Option(
+        "--base-url", callback=check_base_url, help="Base URL for an HTTP backend, e.g. http://127.0.0.1:8000."
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="Time budget in seconds for the whole call.")]
@@ -59,7 +63,7 @@ def rank(
     result = rank_items(
         read_json_list(items, "items"),
         instructions,
-        json_or_text(state),
+        json_or_text(state, "--state"),
         describe=describe,
         none=none,
         top_k=top_k,
@@ -148,7 +152,7 @@ def filter_command(
     result = filter_items(
         read_json_list(items, "items"),
         question,
-        json_or_text(state),
+        json_or_text(state, "--state"),
         min_confidence=min_confidence,
         describe=describe,
         model=model,

@@ -8,7 +8,9 @@ grade`` lines. nDCG@10 uses trec_eval's linear gains, through ir-measures.
 from __future__ import annotations
 
 import json
+import os
 import resource
+import stat
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -71,10 +73,22 @@ class EvalReport:
         }
 
 
+def _refuse_special_file(path: str | Path, field: str, expected: str) -> None:
+    """Only regular files are read: opening a named pipe blocks until something writes to it
+    (forever, if nothing does), and a device such as /dev/zero never ends."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return  # reading it says what is wrong
+    if not stat.S_ISREG(mode):
+        raise InvalidInputError(field, expected, detail=f"{str(path)!r} is not a regular file")
+
+
 def load_run(path: str | Path) -> list[TrecQuery]:
+    _refuse_special_file(path, "run", "a readable JSON file of queries with hits")
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:  # ValueError: not UTF-8, or not JSON
+    except (OSError, ValueError, RecursionError) as error:  # ValueError: not UTF-8, or not JSON
         raise InvalidInputError("run", "a readable JSON file of queries with hits", detail=str(error)) from None
     if not isinstance(data, list):
         raise InvalidInputError("run", "a JSON list of {query, hits}", got=type(data).__name__)
@@ -93,6 +107,7 @@ def load_run(path: str | Path) -> list[TrecQuery]:
 
 def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
+    _refuse_special_file(path, "qrels", "a readable qrels file")
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as error:
