@@ -212,13 +212,23 @@ def check_rows(rows: Iterable[Any]) -> list[LabelledText]:
     return checked
 
 
+def _read(path: str | Path, field: str, expected: str) -> str:
+    """The UTF-8 text of a regular file (a named pipe or a device could block or never end)."""
+    path = Path(path)
+    if not path.is_file():
+        what = "is not a regular file" if path.exists() else "does not exist"
+        raise InvalidInputError(field, expected, detail=f"{str(path)!r} {what}")
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise InvalidInputError(field, expected, detail=f"cannot read {str(path)!r}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise InvalidInputError(field, "UTF-8 text", detail=f"{str(path)!r}: byte {error.start} is not UTF-8") from None
+
+
 def load_labelled(path: str | Path) -> list[LabelledText]:
     """The rows of a JSON Lines file of ``{"text", "label"}``; a bad line is an error naming it."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        detail = f"cannot read {str(path)!r}: {getattr(error, 'strerror', None) or error}"
-        raise InvalidInputError("data", 'a JSON Lines file of {"text", "label"}', detail=detail) from None
+    lines = _read(path, "data", 'a JSON Lines file of {"text", "label"}').splitlines()
     rows: list[LabelledText] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -227,6 +237,8 @@ def load_labelled(path: str | Path) -> list[LabelledText]:
             value = json.loads(line)
         except json.JSONDecodeError as error:
             raise InvalidInputError("data", "JSON Lines", detail=f"line {number}: {error.msg}") from None
+        except RecursionError:
+            raise InvalidInputError("data", "JSON Lines", detail=f"line {number}: nested too deeply") from None
         text = value.get("text") if isinstance(value, dict) else None
         label = _label(value.get("label")) if isinstance(value, dict) else None
         if not isinstance(text, str) or not text.strip() or label is None:
@@ -241,13 +253,14 @@ def load_labelled(path: str | Path) -> list[LabelledText]:
 
 def load_options(path: str | Path) -> dict[str, str]:
     """An options file: a JSON list of labels, or an object of label -> description."""
+    expected = "a JSON list of labels or an object of label -> description"
+    text = _read(path, "options", expected)
     try:
-        value = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        detail = f"cannot read {str(path)!r}: {getattr(error, 'strerror', None) or error}"
-        raise InvalidInputError("options", "a JSON list of labels or an object of label -> description", detail=detail) from None
+        value = json.loads(text)
     except json.JSONDecodeError as error:
         raise InvalidInputError("options", "JSON", detail=f"line {error.lineno}: {error.msg}") from None
+    except RecursionError:
+        raise InvalidInputError("options", expected, detail="nested too deeply") from None
     return check_options(value)
 
 
