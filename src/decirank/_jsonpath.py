@@ -109,8 +109,13 @@ def find_non_text(value: Any) -> tuple[str, str] | None:
     (NaN, Infinity, or a number too large for a float). The walk is iterative, so any depth will do.
     """
     stack: list[tuple[str, Any]] = [("", value)]
+    seen: set[int] = set()  # YAML anchors share a value, or make one that holds itself
     while stack:
         path, current = stack.pop()
+        if isinstance(current, dict | list | tuple):
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
         if isinstance(current, str):
             found = _SURROGATE.search(current)
             if found:
