@@ -230,9 +230,24 @@ class InvalidAnswerError(DecisionError):
 class DecisionTimeoutError(DecisionError, TimeoutError):
     """The tool call's time budget ran out before every decision was had."""
 
-    def __init__(self, timeout: float, *, what: str = "decision"):
+    def __init__(
+        self, timeout: float, *, what: str = "decision", finished: int | None = None, asked: int | None = None
+    ):
         self.timeout = timeout
-        super().__init__(f"{what} did not finish within its budget of {timeout:g} s")
+        self.what = what
+        #: How many of the ``asked`` model calls of the tool call had finished, where it counted them.
+        self.finished = finished
+        self.asked = asked
+        message = f"{what} did not finish within its budget of {timeout:g} s"
+        if finished is not None and asked is not None:
+            message += f"; {finished} of {asked} model calls finished"
+        super().__init__(message)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {**super().to_dict(), "timeout": self.timeout}
+        if self.finished is not None and self.asked is not None:
+            data.update(finished=self.finished, asked=self.asked)
+        return data
 
 
 class AllModelsFailedError(DecisionError):

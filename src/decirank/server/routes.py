@@ -37,7 +37,7 @@ from ..tools.rank import arank
 from ..tools.rerank import arerank
 from ..tools.score_list import ascore_list
 from . import wire
-from .app import ServerSettings, settings_of
+from .app import GuardedRoute, RequestBudget, ServerSettings, settings_of
 
 __all__ = ["router"]
 
@@ -55,8 +55,36 @@ def require_api_key(request: Request) -> None:
         )
 
 
-router = APIRouter()
-api = APIRouter(dependencies=[Depends(require_api_key)])
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI entries of the error statuses a route can answer with."""
+    documented: dict[int, dict[str, Any]] = {
+        401: {"model": wire.HTTPErrorBody, "description": "An API key is required and was missing or wrong."},
+        404: {"model": wire.HTTPErrorBody, "description": "No such run, or the run log is off."},
+        413: {
+            "model": wire.ErrorBody,
+            "description": "The body is over the server's size limit, or the request over the model's "
+            "declared limits (LimitExceededError, whose message states the limit).",
+        },
+        422: {
+            "model": wire.ValidationErrorBody,
+            "description": "Bad input: not JSON, NaN or Infinity, a lone surrogate, a misshapen body or a "
+            "meaning the tool refuses; detail locates the field.",
+        },
+        502: {"model": wire.ErrorBody, "description": "The decision could not be had: the typed error."},
+        503: {"model": wire.ErrorBody, "description": "The server's own configuration cannot answer."},
+        504: {
+            "model": wire.ErrorBody,
+            "description": "The time budget ran out; the message says after how long and whose limit it was.",
+        },
+    }
+    return {status: documented[status] for status in statuses}
+
+
+#: What a tool or decision endpoint can answer besides 200.
+TOOL_ERRORS = _errors(401, 413, 422, 502, 503, 504)
+
+router = APIRouter(route_class=GuardedRoute)
+api = APIRouter(route_class=GuardedRoute, dependencies=[Depends(require_api_key)])
 
 
 def served_model(requested: str | None, settings: ServerSettings, *, unknown_is_default: bool = False) -> str:
@@ -82,8 +110,18 @@ def served_model(requested: str | None, settings: ServerSettings, *, unknown_is_
     return requested
 
 
-def _timeout(requested: float | None, settings: ServerSettings) -> float:
-    return requested if requested is not None else settings.timeout
+def _timeout(request: Request, requested: float | None, *, work: str | None = None) -> float:
+    """The request's budget, kept on the request so that a 504 can say what it was and whose it was."""
+    if requested is not None:
+        budget = RequestBudget(requested, 'the request\'s "timeout"', work)
+    else:
+        budget = RequestBudget(settings_of(request).timeout, "the server's --timeout", work)
+    request.state.budget = budget
+    return budget.seconds
+
+
+def _count(things: Any, noun: str) -> str | None:
+    return f"{len(things)} {noun}" if isinstance(things, list) else None
 
 
 @router.get("/healthz", response_model=wire.Health, tags=["server"])
@@ -91,7 +129,7 @@ async def healthz(request: Request) -> dict[str, Any]:
     return {"status": "ok", "version": __version__, "model": settings_of(request).model}
 
 
-@api.post("/v1/rank", response_model=wire.RankResponse, tags=["tools"])
+@api.post("/v1/rank", response_model=wire.RankResponse, responses=TOOL_ERRORS, tags=["tools"])
 async def rank(body: wire.RankRequest, request: Request) -> dict[str, Any]:
     """Rank a list against a question in one choice (the ``builtin__rank`` tool)."""
     settings = settings_of(request)
@@ -103,7 +141,7 @@ async def rank(body: wire.RankRequest, request: Request) -> dict[str, Any]:
         none=body.none,
         top_k=body.top_k,
         model=served_model(body.model, settings),
-        timeout=_timeout(body.timeout, settings),
+        timeout=_timeout(request, body.timeout, work=_count(body.items, "items")),
     )
     return result.to_dict()
 
@@ -112,7 +150,13 @@ def _cohere_document(document: str | dict[str, Any]) -> dict[str, Any]:
     return {"text": document} if isinstance(document, str) else document
 
 
-@api.post("/v1/rerank", response_model=wire.RerankResponse, response_model_exclude_none=True, tags=["tools"])
+@api.post(
+    "/v1/rerank",
+    response_model=wire.RerankResponse,
+    response_model_exclude_none=True,
+    responses=TOOL_ERRORS,
+    tags=["tools"],
+)
 async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
     """Score each document's relevance to the query; Cohere's request and response shapes."""
     settings = settings_of(request)
@@ -130,7 +174,7 @@ async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
         top_k=body.top_n,
         min_relevance=body.min_relevance,
         model=served_model(body.model, settings),
-        timeout=_timeout(body.timeout, settings),
+        timeout=_timeout(request, body.timeout, work=_count(body.documents, "documents")),
     )
     results = [
         {
@@ -150,7 +194,7 @@ async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
     return {"id": result.run_id, "results": results, "meta": meta}
 
 
-@api.post("/v1/filter", response_model=wire.FilterResponse, tags=["tools"])
+@api.post("/v1/filter", response_model=wire.FilterResponse, responses=TOOL_ERRORS, tags=["tools"])
 async def filter_items(body: wire.FilterRequest, request: Request) -> dict[str, Any]:
     """Keep the items for which a yes/no question is likely true (the decide gate)."""
     settings = settings_of(request)
@@ -162,12 +206,12 @@ async def filter_items(body: wire.FilterRequest, request: Request) -> dict[str, 
         describe=body.describe,
         max_items_per_call=body.max_items_per_call,
         model=served_model(body.model, settings),
-        timeout=_timeout(body.timeout, settings),
+        timeout=_timeout(request, body.timeout, work=_count(body.items, "items")),
     )
     return result.to_dict()
 
 
-@api.post("/v1/score_list", response_model=wire.ScoreListResponse, tags=["tools"])
+@api.post("/v1/score_list", response_model=wire.ScoreListResponse, responses=TOOL_ERRORS, tags=["tools"])
 async def score_list(body: wire.ScoreListRequest, request: Request) -> dict[str, Any]:
     """Score and rank stored artifacts by ref with an evaluator; each ref gets a stamp."""
     settings = settings_of(request)
@@ -177,18 +221,19 @@ async def score_list(body: wire.ScoreListRequest, request: Request) -> dict[str,
         top_k=body.top_k,
         max_concurrency=body.max_concurrency,
         model=served_model(body.model, settings),
-        timeout=_timeout(body.timeout, settings),
+        timeout=_timeout(request, body.timeout, work=_count(body.refs, "refs")),
         allow_exec=settings.allow_exec,
     )
     return result.to_dict()
 
 
-async def _decide(tool: str, model: str, request: DecisionRequest, settings: ServerSettings) -> DecisionResponse:
-    async with ToolCall(tool, model=model, timeout=settings.timeout) as call:
-        return await call.ask(request)
+async def _decide(tool: str, model: str, decision: DecisionRequest, request: Request) -> DecisionResponse:
+    timeout = _timeout(request, None, work=f"{len(decision.questions)} questions")
+    async with ToolCall(tool, model=model, timeout=timeout) as call:
+        return await call.ask(decision)
 
 
-@api.post("/v1/systemone", response_model=wire.SystemOneResponse, tags=["decisions"])
+@api.post("/v1/systemone", response_model=wire.SystemOneResponse, responses=TOOL_ERRORS, tags=["decisions"])
 async def systemone(body: wire.SystemOneRequest, request: Request) -> dict[str, Any]:
     """Answer typed questions about a state in the System One format."""
     settings = settings_of(request)
@@ -197,7 +242,7 @@ async def systemone(body: wire.SystemOneRequest, request: Request) -> dict[str, 
         for qid, question in body.questions.items()
     }
     model = served_model(body.model, settings, unknown_is_default=True)
-    response = await _decide("systemone", model, DecisionRequest(body.state, questions), settings)
+    response = await _decide("systemone", model, DecisionRequest(body.state, questions), request)
     return {
         "model": response.model,
         "answers": {qid: systemone_wire.encode_answer(response.answers[qid], q) for qid, q in questions.items()},
@@ -205,7 +250,7 @@ async def systemone(body: wire.SystemOneRequest, request: Request) -> dict[str, 
     }
 
 
-@api.post("/v1/decisions", response_model=wire.DecisionsResponse, tags=["decisions"])
+@api.post("/v1/decisions", response_model=wire.DecisionsResponse, responses=TOOL_ERRORS, tags=["decisions"])
 async def decisions(body: wire.DecisionsRequest, request: Request) -> dict[str, Any]:
     """Answer typed questions about an input in OpenAI's Decisions shape; answers in question order."""
     settings = settings_of(request)
@@ -222,7 +267,7 @@ async def decisions(body: wire.DecisionsRequest, request: Request) -> dict[str, 
         body.input if isinstance(body.input, str) else [m.model_dump(exclude_none=True) for m in body.input]
     )
     model = served_model(body.model, settings, unknown_is_default=True)
-    response = await _decide("decisions", model, DecisionRequest(state, questions), settings)
+    response = await _decide("decisions", model, DecisionRequest(state, questions), request)
     return {
         "model": response.model,
         "answers": [
@@ -234,16 +279,19 @@ async def decisions(body: wire.DecisionsRequest, request: Request) -> dict[str, 
 
 
 # The run log is read with blocking I/O, so these two run in FastAPI's thread pool (plain ``def``).
-@api.get("/v1/runs", response_model=wire.RunList, tags=["runs"])
-def runs(limit: int = Query(20, ge=1, le=1000), tool: str | None = None, status: str | None = None) -> dict[str, Any]:
+@api.get("/v1/runs", response_model=wire.RunList, responses=_errors(401, 422), tags=["runs"])
+def runs(
+    request: Request, limit: int = Query(20, ge=1, le=1000), tool: str | None = None, status: str | None = None
+) -> dict[str, Any]:
     """Recent tool runs, newest first, with their status, models, tokens and cost."""
+    request.state.input_location = "query"
     runlog = current_runlog()
     if runlog is None:
         return {"enabled": False, "runs": []}
     return {"enabled": True, "runs": runlog.runs(limit=limit, tool=tool, status=status)}
 
 
-@api.get("/v1/runs/{run_id}", tags=["runs"])
+@api.get("/v1/runs/{run_id}", responses=_errors(401, 404, 422), tags=["runs"])
 def run(run_id: str) -> dict[str, Any]:
     """One run by id (or a unique prefix of it), with its model calls as ``children``."""
     runlog = current_runlog()

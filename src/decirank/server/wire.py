@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..tools.filter import DEFAULT_MIN_CONFIDENCE
 from ..tools.score_list import DEFAULT_MAX_CONCURRENCY
@@ -271,3 +271,36 @@ class Health(BaseModel):
     status: Literal["ok"]
     version: str
     model: str
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+class ErrorInfo(BaseModel):
+    """A typed decirank error: its class name and message, and the fields of that class."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(description="The error's class, e.g. DecisionTimeoutError or LimitExceededError.")
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorInfo
+
+
+class HTTPErrorBody(BaseModel):
+    detail: str
+
+
+class ValidationIssue(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    loc: list[str | int] = Field(description='Where the problem is, e.g. ["body", "documents", 3].')
+    msg: str
+    type: str
+
+
+class ValidationErrorBody(BaseModel):
+    detail: list[ValidationIssue]
+    error: ErrorInfo | None = Field(None, description="The tool's InvalidInputError, naming the field.")

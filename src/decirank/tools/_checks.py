@@ -1,4 +1,10 @@
-"""Argument checks shared by the tools: each names the field and what it expects."""
+"""Argument checks shared by the tools: each names the field and what it expects.
+
+Text must be encodable as UTF-8: a string holding a lone surrogate (which
+Python allows, and JSON parsers produce from ``"\ud800"``) can be neither
+sent to a model, nor logged, nor answered over HTTP, so it is refused here,
+naming where it is, before any work starts.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from ..errors import InvalidInputError
 
 __all__ = [
     "check_count",
+    "check_encodable",
     "check_instructions",
     "check_items",
     "check_optional_text",
@@ -17,16 +24,58 @@ __all__ = [
 ]
 
 
+def _unencodable(text: str) -> str | None:
+    """The first character of ``text`` that UTF-8 cannot encode (a lone surrogate), escaped; None if none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return text[error.start : error.end].encode("utf-8", "backslashreplace").decode("ascii")
+    return None
+
+
+def check_encodable(value: Any, field: str) -> Any:
+    """``value`` as it is, after checking that every string in it (keys too) is encodable as UTF-8.
+
+    Lists, tuples and dicts are walked; the error names the path, e.g. ``items.3.title``.
+    """
+    stack: list[tuple[str, Any]] = [(field, value)]
+    seen: set[int] = set()
+    while stack:
+        path, current = stack.pop()
+        if isinstance(current, str):
+            bad = _unencodable(current)
+            if bad is not None:
+                raise InvalidInputError(
+                    path, "text encodable as UTF-8", detail=f"it holds the lone surrogate {bad}"
+                )
+        elif isinstance(current, dict | list | tuple):
+            if id(current) in seen:  # a structure that holds itself is walked once
+                continue
+            seen.add(id(current))
+            if isinstance(current, dict):
+                children = []
+                for key, item in current.items():
+                    if isinstance(key, str) and (bad := _unencodable(key)) is not None:
+                        raise InvalidInputError(
+                            path, "keys encodable as UTF-8", detail=f"a key holds the lone surrogate {bad}"
+                        )
+                    children.append((f"{path}.{key}", item))
+            else:
+                children = [(f"{path}.{index}", item) for index, item in enumerate(current)]
+            stack.extend(reversed(children))
+    return value
+
+
 def check_items(items: Any, field: str = "items") -> list[Any]:
     if isinstance(items, str | bytes) or not isinstance(items, Sequence):
         raise InvalidInputError(field, "a list", got=items)
-    return list(items)
+    return check_encodable(list(items), field)
 
 
 def check_instructions(value: Any, field: str = "instructions") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(field, "a non-empty string", got=value)
-    return value
+    return check_encodable(value, field)
 
 
 def check_optional_text(value: Any, field: str) -> str | None:
@@ -34,7 +83,7 @@ def check_optional_text(value: Any, field: str) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(field, "a non-empty string or nothing", got=value)
-    return value
+    return check_encodable(value, field)
 
 
 def check_count(value: Any, field: str, *, lowest: int = 1) -> int:

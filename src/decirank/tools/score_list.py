@@ -42,6 +42,7 @@ from ._evaluators import (
     parse_evaluator,
     register_validation_type,
 )
+from ._evaluators.exec import ExecEvaluator
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -244,9 +245,10 @@ async def ascore_list(
     ``refs``: ``["run_id/agent_id", ...]`` or ``[{"ref": ...}, ...]``, or that
     array as a JSON string. ``evaluator``: ``exec:<command>`` (exit status;
     ``{artifact}`` is the artifact file's quoted path, also in ``$ARTIFACT``;
-    each run is limited to ``exec_timeout`` seconds), ``score:<criterion>``
-    or ``validate:<type>``. ``model`` (a role or ``provider:model``),
-    ``timeout`` (one budget for all model calls) and ``base_url`` concern the
+    each run is limited to ``exec_timeout`` seconds and to what is left of
+    ``timeout``), ``score:<criterion>`` or ``validate:<type>``. ``timeout`` is
+    one budget for the whole call: every model call and every ``exec:`` run;
+    ``model`` (a role or ``provider:model``) and ``base_url`` concern the
     decision-model evaluators only. ``store`` defaults to the user's artifact
     store; ``on_progress`` is called once per ref scored.
     """
@@ -273,6 +275,9 @@ async def ascore_list(
             backend_options={"base_url": base_url},
             inputs=inputs,
         ) as call:
+            if isinstance(chosen, ExecEvaluator):
+                # Commands share the call's one budget as model calls do: none runs past it.
+                chosen = chosen.within(timeout)
             evaluations = await _evaluate_all(
                 chosen, ref_list, texts, call if chosen.needs_model else None, max_concurrency, on_progress
             )

@@ -7,15 +7,21 @@ as ``$ARTIFACT``; the artifact's text never reaches the shell. Exit status 0
 scores 1.0 (VALID), anything else 0.0 (INVALID) with the last lines of output
 as issues.
 
-The command runs in its own process group. When it ends, or runs out of
-time, the whole group is killed, so children it left behind (or that were
-still running at the timeout) go with it. Only the last 64 KiB of output are
-kept.
+The command runs in its own process group. When it ends, runs out of
+time, or its caller is cancelled (a client that went away), the whole group
+is killed, so children it left behind (or that were still running at the
+timeout) go with it. Only the last 64 KiB of output are kept.
+
+Each run is limited to its own timeout and, within a tool call that has a
+time budget (:meth:`ExecEvaluator.within`), to what is left of that budget: a
+command cut short by the budget, or never started because the budget was
+spent, is UNKNOWN (not scored), since the artifact was not judged.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shlex
 import signal
@@ -29,6 +35,7 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 from ...decisions.toolcall import ToolCall
+from ...errors import InvalidInputError
 from .base import Evaluation, Evaluator, Verdict, strip_code_fence
 
 __all__ = ["DEFAULT_EXEC_TIMEOUT", "OUTPUT_LIMIT", "CommandOutcome", "ExecEvaluator", "run_command"]
@@ -163,25 +170,72 @@ def judge(outcome: CommandOutcome, timeout: float) -> Evaluation:
     return Evaluation(0.0, Verdict.INVALID, tuple(output_lines or [f"{reason} and printed nothing"]), reason)
 
 
+def out_of_budget(budget: float, outcome: CommandOutcome | None) -> Evaluation:
+    """UNKNOWN: the call's time budget ended the command (or left no time to start it), so nothing was judged."""
+    if outcome is None:
+        reason = f"not run: the call's time budget of {budget:g} s was spent"
+        return Evaluation(None, Verdict.UNKNOWN, (reason,), reason)
+    reason = f"stopped when the call's time budget of {budget:g} s ran out"
+    issues = [f"{reason}; the command and its children were killed", *last_lines(outcome.output)]
+    return Evaluation(None, Verdict.UNKNOWN, tuple(issues), reason)
+
+
 class ExecEvaluator(Evaluator):
     needs_model = False
 
-    def __init__(self, spec: str, command: str, *, timeout: float = DEFAULT_EXEC_TIMEOUT) -> None:
+    def __init__(
+        self,
+        spec: str,
+        command: str,
+        *,
+        timeout: float = DEFAULT_EXEC_TIMEOUT,
+        deadline: float = math.inf,
+        budget: float | None = None,
+    ) -> None:
         super().__init__(spec)
+        try:
+            command.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(
+                "evaluator", "a command encodable as UTF-8", detail="it holds a lone surrogate"
+            ) from None
         self.command = command
         self.timeout = timeout
+        #: When the tool call's budget runs out, on anyio's clock; no run goes past it.
+        self.deadline = deadline
+        #: That budget's seconds, for the reason of a run it stopped.
+        self.budget = budget
+
+    def within(self, budget: float | None) -> ExecEvaluator:
+        """This evaluator, its runs ending when a budget of ``budget`` seconds from now does (None: no budget).
+
+        Must be called in the event loop, when the tool call's budget starts.
+        """
+        if budget is None or math.isinf(budget):
+            return self
+        deadline = min(self.deadline, anyio.current_time() + budget)
+        return ExecEvaluator(self.spec, self.command, timeout=self.timeout, deadline=deadline, budget=budget)
 
     async def evaluate(self, text: str, call: ToolCall | None) -> Evaluation:
+        left = self.deadline - anyio.current_time()
+        if left <= 0:
+            return out_of_budget(self.budget or 0.0, None)
+        # Which limit comes first: the command's own, or what is left of the call's budget.
+        by_budget = left < self.timeout
+        limit = left if by_budget else self.timeout
         body, language = strip_code_fence(text)
         with tempfile.TemporaryDirectory(prefix="decirank-exec-", ignore_cleanup_errors=True) as folder:
             path = Path(folder) / artifact_file_name(language)
-            path.write_text(body, encoding="utf-8")
+            # A lone surrogate cannot be written as UTF-8; the command sees U+FFFD in its place.
+            path.write_text(body, encoding="utf-8", errors="replace")
             command = self.command.replace(PLACEHOLDER, shlex.quote(str(path)))
             try:
                 outcome = await run_command(
-                    command, cwd=Path(folder), env={**os.environ, "ARTIFACT": str(path)}, timeout=self.timeout
+                    command, cwd=Path(folder), env={**os.environ, "ARTIFACT": str(path)}, timeout=limit
                 )
             except OSError as error:
                 # No verdict on the artifact can be had when the command never ran.
                 return Evaluation(None, Verdict.UNKNOWN, (f"the command could not be started: {error}",), "not run")
-        return judge(outcome, self.timeout)
+        if outcome.timed_out and by_budget:
+            return out_of_budget(self.budget or limit, outcome)
+        return judge(outcome, limit)
