@@ -39,7 +39,8 @@ INTENTS = {
     ],
     "exchange_rate": [
         "what exchange rate do you use", "is the exchange rate good", "how is the exchange rate calculated",
-        "exchange rate for euros to dollars", "why is your exchange rate different", "where can I see the exchange rate",
+        "exchange rate for euros to dollars", "why is your exchange rate different",
+        "where can I see the exchange rate",
         "do you add a margin to the exchange rate", "current exchange rate for pounds", "exchange rate on weekends",
         "which exchange rate applies to my transfer",
     ],
@@ -83,7 +84,7 @@ def write_jsonl(path, rows):
 
 
 def test_load_labelled_reads_rows_and_names_a_bad_line(tmp_path):
-    """Rows keep their line numbers; a bad JSON line, a missing label or a missing file is an InvalidInputError naming it."""
+    """Rows keep their line numbers; a bad line, a missing label or file is an InvalidInputError naming it."""
     path = write_jsonl(tmp_path / "data.jsonl", INTENT_ROWS[:3])
     rows = load_labelled(path)
     assert [(row.text, row.label, row.line) for row in rows][0] == ("when will my new card arrive", "card_arrival", 1)
@@ -147,8 +148,9 @@ def test_out_of_scope_rows_need_a_none_option_and_options_must_be_known():
     """Labels missing from the options need --none; an option that is no label of the data is refused."""
     with pytest.raises(InvalidInputError, match="none"):
         build_task(INTENT_ROWS, options=["card_arrival", "exchange_rate"])
-    task = build_task(INTENT_ROWS, options={"card_arrival": "card not here yet", "exchange_rate": "rates"}, none="other")
-    assert task.out_of_scope == 20 and task.options == {"card_arrival": "card not here yet", "exchange_rate": "rates", "none": "other"}
+    described = {"card_arrival": "card not here yet", "exchange_rate": "rates"}
+    task = build_task(INTENT_ROWS, options=described, none="other")
+    assert task.out_of_scope == 20 and task.options == {**described, "none": "other"}
     with pytest.raises(InvalidInputError, match="unknown label 'pin_blocked'"):
         build_task(INTENT_ROWS, options=["card_arrival", "pin_blocked"], none="other")
     with pytest.raises(InvalidInputError, match="hold_out"):
@@ -213,10 +215,11 @@ def test_topical_examples_are_true_and_false_pairs_for_the_label_asked():
 
 def test_binary_noul_is_true_for_the_positive_label_with_descriptions():
     """A question without {label}: truth is label == the second label in sorted order, or --positive."""
-    task = build_task(REVIEW_ROWS, type="noul", question="Is this review positive?", true="a positive review", false="a negative review")
+    described = ("Is this review positive?", "a positive review", "a negative review")
+    task = build_task(REVIEW_ROWS, type="noul", question=described[0], true=described[1], false=described[2])
     assert task.positive == "positive" and not task.topical
     question = task.cases[0].request.questions["answer"]
-    assert (question.instructions, question.true, question.false) == ("Is this review positive?", "a positive review", "a negative review")
+    assert (question.instructions, question.true, question.false) == described
     assert all(case.truth == (case.row.label == "positive") for case in task.cases)
     flipped = build_task(REVIEW_ROWS, type="noul", question="Is this review negative?", positive="negative")
     assert all(case.truth == (case.row.label == "negative") for case in flipped.cases)
@@ -246,13 +249,16 @@ CHOICE_ANSWERS = {
     "t4": {"a": 0.5, "b": 0.1, "none": 0.4},  # a: wrong, top 0.5
 }
 #: Worked by hand. F1: a 0.5 (1 of 3 predicted), b 0, none 2/3 (1 of 2 found). Brier: (0.14+0.86+0.24+0.62)/4.
-#: ECE: bins 0.7 (|0.7-1|, 1 row), 0.6 (|0.6-0.5|, 2 rows), 0.5 (|0.5-0|, 1 row). AUROC: none 0.6 and 0.4 beat 0.1 and 0.1.
+#: ECE: bins 0.7 (|0.7-1|, 1 row), 0.6 (|0.6-0.5|, 2 rows), 0.5 (|0.5-0|, 1 row).
+#: AUROC: the none probabilities of the out-of-scope rows (0.6, 0.4) beat those of the others (0.1, 0.1).
 CHOICE_EXPECTED = {
     "accuracy": 0.5, "macro_f1": (0.5 + 0 + 2 / 3) / 3, "brier": 0.465, "ece": (0.3 + 2 * 0.1 + 0.5) / 4,
     "auroc": 1.0, "oos_recall": 0.5, "in_scope_accuracy": 0.5,
 }
 
-REVIEW_PROBABILITIES = {"p1": (0.9, "pos"), "p2": (0.4, "pos"), "n1": (0.6, "neg"), "n2": (0.1, "neg"), "p3": (0.8, "pos")}
+REVIEW_PROBABILITIES = {
+    "p1": (0.9, "pos"), "p2": (0.4, "pos"), "n1": (0.6, "neg"), "n2": (0.1, "neg"), "p3": (0.8, "pos"),
+}
 #: Truth TTFFT, predicted TFTFT: accuracy 3/5; F1 true 2/3, false 1/2; AUROC 5 of 6 pairs;
 #: Brier (0.01+0.36+0.36+0.01+0.04)/5; ECE: five bins of one row each, mean gap (0.1+0.6+0.6+0.1+0.2)/5.
 LIKELIHOOD_EXPECTED = {
@@ -269,7 +275,8 @@ def test_choice_metrics_match_hand_computation():
 
 def test_choice_metrics_without_out_of_scope_rows_score_the_top_probability():
     """No out-of-scope rows: AUROC is the top probability against being right; no OOS figures."""
-    metrics = choice_metrics(["a", "b", "a"], [{"a": 0.9, "b": 0.1}, {"a": 0.6, "b": 0.4}, {"a": 0.8, "b": 0.2}], none=None)
+    distributions = [{"a": 0.9, "b": 0.1}, {"a": 0.6, "b": 0.4}, {"a": 0.8, "b": 0.2}]
+    metrics = choice_metrics(["a", "b", "a"], distributions, none=None)
     assert metrics["accuracy"] == pytest.approx(2 / 3) and metrics["auroc"] == pytest.approx(1.0)
     assert metrics["oos_recall"] is None and metrics["in_scope_accuracy"] is None
     all_right = choice_metrics(["a"], [{"a": 0.9, "b": 0.1}], none=None)

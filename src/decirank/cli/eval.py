@@ -67,7 +67,12 @@ def labels(
     data_file: Annotated[str, typer.Argument(metavar="DATA.jsonl", help='Labelled texts: {"text", "label"} per line.')],
     models: Annotated[
         list[str] | None,
-        typer.Option("--model", "-m", help="A role or provider:model name; repeat it to compare models."),
+        typer.Option(
+            "--model",
+            "-m",
+            metavar="<str>",
+            help="A role or provider:model name; repeat it to compare models (default: decider).",
+        ),
     ] = None,
     question_type: Annotated[
         LabelQuestionType,
@@ -84,7 +89,9 @@ def labels(
     options_file: Annotated[
         str | None, typer.Option("--options", help="A JSON list of labels, or an object of label -> description.")
     ] = None,
-    none: Annotated[str | None, typer.Option("--none", help="Add a 'none of these' option (key none) so described.")] = None,
+    none: Annotated[
+        str | None, typer.Option("--none", help="Add a 'none of these' option (key none) so described.")
+    ] = None,
     hold_out: Annotated[
         int, typer.Option("--hold-out", min=0, help="Hold N labels out of the options: their rows belong on none.")
     ] = 0,
@@ -94,7 +101,10 @@ def labels(
     true: Annotated[str | None, typer.Option("--true", help="noul: what a true answer means.")] = None,
     false: Annotated[str | None, typer.Option("--false", help="noul: what a false answer means.")] = None,
     examples: Annotated[
-        int, typer.Option("--examples", min=0, help="Attach N rows per label to every question as examples; score the rest.")
+        int,
+        typer.Option(
+            "--examples", min=0, help="Attach N rows per label as examples to every question; score the rest."
+        ),
     ] = 0,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Score at most N rows (a seeded sample).")] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of every random draw.")] = 0,

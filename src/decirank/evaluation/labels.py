@@ -221,7 +221,8 @@ def _read(path: str | Path, field: str, expected: str) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except OSError as error:
-        raise InvalidInputError(field, expected, detail=f"cannot read {str(path)!r}: {error.strerror or error}") from None
+        detail = f"cannot read {str(path)!r}: {error.strerror or error}"
+        raise InvalidInputError(field, expected, detail=detail) from None
     except UnicodeDecodeError as error:
         raise InvalidInputError(field, "UTF-8 text", detail=f"{str(path)!r}: byte {error.start} is not UTF-8") from None
 
@@ -304,7 +305,9 @@ def _by_label(rows: Sequence[LabelledText]) -> dict[str, list[int]]:
     return groups
 
 
-def _take_examples(groups: Mapping[str, list[int]], labels: Iterable[str], per_label: int, seed: int) -> dict[str, list[int]]:
+def _take_examples(
+    groups: Mapping[str, list[int]], labels: Iterable[str], per_label: int, seed: int
+) -> dict[str, list[int]]:
     """``per_label`` row indices of each of ``labels``, drawn with the seed."""
     taken: dict[str, list[int]] = {}
     if per_label <= 0:
@@ -314,7 +317,9 @@ def _take_examples(groups: Mapping[str, list[int]], labels: Iterable[str], per_l
         indices = groups.get(label, [])
         if per_label > len(indices):
             raise InvalidInputError(
-                "examples", f"at most {len(indices)} examples per label", detail=f"label {label!r} has {len(indices)} rows"
+                "examples",
+                f"at most {len(indices)} examples per label",
+                detail=f"label {label!r} has {len(indices)} rows",
             )
         taken[label] = sorted(rng.sample(indices, per_label))
     return taken
@@ -369,7 +374,8 @@ def build_task(
     if type == "choice":
         for name, value in (("positive", positive), ("true", true), ("false", false)):
             _refuse(name, value, "--type choice")
-        return _choice_task(rows, groups, labels, question or CHOICE_QUESTION, options, none, hold_out, examples, limit, seed)
+        question = question or CHOICE_QUESTION
+        return _choice_task(rows, groups, labels, question, options, none, hold_out, examples, limit, seed)
     for name, value in (("none", none), ("hold_out", hold_out)):
         _refuse(name, value, "--type noul")
     question = question or NOUL_QUESTION
@@ -522,7 +528,8 @@ def choice_metrics(
     tops = [d[p] for d, p in zip(distributions, predictions, strict=True)]
     correct = [p == t for p, t in zip(predictions, truths, strict=True)]
     brier = math.fsum(
-        math.fsum((p - float(key == truth)) ** 2 for key, p in d.items()) for d, truth in zip(distributions, truths, strict=True)
+        math.fsum((p - float(key == truth)) ** 2 for key, p in d.items())
+        for d, truth in zip(distributions, truths, strict=True)
     ) / len(truths)
     out_of_scope = [none is not None and truth == none for truth in truths]
     metrics: dict[str, float | None] = {
@@ -664,7 +671,8 @@ def evaluate_labels(
 ) -> LabelReport:
     """The sync twin of :func:`aevaluate_labels`::
 
-        report = evaluate_labels(load_labelled("banking77.jsonl"), ["local", "lexical"], none="none of these", hold_out=5)
+        rows = load_labelled("banking77.jsonl")
+        report = evaluate_labels(rows, ["local", "lexical"], none="none of these", hold_out=5)
         report.to_dict()["models"][0]["accuracy"]
     """
     task = build_task(rows, **task_options)
