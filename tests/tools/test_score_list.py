@@ -126,6 +126,70 @@ def test_children_left_behind_by_a_finished_command_are_killed_and_do_not_hold_i
     assert wait_until_gone([int(pid_file.read_text())]) == []
 
 
+def test_exec_runs_end_with_the_calls_time_budget(store, tmp_path):
+    """A command runs no longer than what is left of the call's timeout, not its own 300 s: UNKNOWN, group killed."""
+    pid_file = tmp_path / "pid"
+    store.put("r/a", "x")
+    started = time.monotonic()
+    result = decirank.score_list(["r/a"], f"exec:echo $$ > {pid_file}; exec sleep 30", store=store, timeout=1)
+    assert time.monotonic() - started < 5
+    entry = result.ranked[0]
+    assert (entry.score, entry.verdict) == (None, Verdict.UNKNOWN)
+    assert entry.reason == "stopped when the call's time budget of 1 s ran out"
+    assert entry.issues[0].endswith("the command and its children were killed")
+    assert wait_until_gone([int(pid_file.read_text())]) == []
+
+
+def test_refs_still_waiting_when_the_budget_is_spent_are_not_run(store, tmp_path):
+    """With one run at a time, the ref queued behind a command that used the whole budget never starts."""
+    log = tmp_path / "started"
+    for ref in ("r/a", "r/b"):
+        store.put(ref, ref)
+    result = decirank.score_list(
+        ["r/a", "r/b"], f"exec:echo x >> {log}; sleep 30", store=store, timeout=1, max_concurrency=1
+    )
+    assert sorted(entry.reason for entry in result.ranked) == [
+        "not run: the call's time budget of 1 s was spent",
+        "stopped when the call's time budget of 1 s ran out",
+    ]
+    assert log.read_text().split() == ["x"]
+    assert all(entry.verdict == Verdict.UNKNOWN for entry in result.ranked)
+
+
+def test_the_commands_own_timeout_still_ends_it_within_a_larger_budget(store):
+    """Within a budget of 30 s, exec_timeout=1 ends the command: INVALID, as a command that is too slow is."""
+    store.put("r/a", "x")
+    entry = decirank.score_list(["r/a"], "exec:sleep 30", store=store, exec_timeout=1, timeout=30).ranked[0]
+    assert (entry.score, entry.verdict, entry.reason) == (0.0, Verdict.INVALID, "timed out after 1 s")
+
+
+def test_cancelling_the_call_kills_the_commands_process_group(store, tmp_path):
+    """A caller that goes away (its task cancelled) takes the command and its children with it at once."""
+    pid_file = tmp_path / "pids"
+    store.put("r/a", "x")
+    command = f"exec:sleep 30 & echo $! >> {pid_file}; echo $$ >> {pid_file}; wait"
+
+    async def cancelled_after_a_moment() -> None:
+        import anyio
+
+        with anyio.move_on_after(1):
+            await decirank.ascore_list(["r/a"], command, store=store, timeout=60)
+
+    started = time.monotonic()
+    asyncio.run(cancelled_after_a_moment())
+    assert time.monotonic() - started < 5
+    pids = [int(line) for line in pid_file.read_text().split()]
+    assert len(pids) == 2 and wait_until_gone(pids) == []
+
+
+def test_an_exec_command_that_utf8_cannot_encode_is_refused(store):
+    """A lone surrogate in the command is an InvalidInputError naming the evaluator, before anything runs."""
+    store.put("r/a", "x")
+    with pytest.raises(InvalidInputError) as raised:
+        decirank.score_list(["r/a"], "exec:echo \ud800", store=store)
+    assert raised.value.field == "evaluator"
+
+
 def test_output_is_capped_to_its_last_64_kib(tmp_path):
     """A command printing megabytes keeps only the end, where a failure's cause usually is."""
     command = f"{PYTHON} -c \"import sys; sys.stdout.write('x' * 1_000_000 + '\\nthe end\\n')\"; exit 1"
