@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 
 def decirank(
-    *args: str, input: str | None = None, env: Mapping[str, str] | None = None
+    *args: str, input: str | None = None, env: Mapping[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """Run ``decirank *args``; ``env`` replaces the environment (default: this process's)."""
     # Wide enough that no table cell wraps, so tests can look for whole values on one line.
@@ -20,6 +20,6 @@ def decirank(
         text=True,
         input=input,
         env=environment,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
