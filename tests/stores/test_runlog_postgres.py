@@ -150,3 +150,56 @@ def test_the_runs_command_reads_postgres(database_url):
         [sys.executable, "-m", "decirank", "runs", "list", "--json"], capture_output=True, text=True, check=True
     )
     assert [run["tool"] for run in json.loads(listed.stdout)] == ["rank"]
+
+
+def test_bad_text_and_a_refused_row_fail_no_other_run_on_postgres(database_url):
+    """Lone surrogates and NUL are stored safely; a row PostgreSQL refuses fails only its own run."""
+    from decirank.errors import StoreError
+    from decirank.stores.runlog import new_run_id
+
+    runlog = RunLog.open(database_url)
+    runlog.database.execute(
+        "CREATE FUNCTION poison() RETURNS trigger AS $$ BEGIN "
+        "IF position('poison' in NEW.outputs) > 0 THEN RAISE EXCEPTION 'poisoned row'; END IF; "
+        "RETURN NEW; END $$ LANGUAGE plpgsql"
+    )
+    runlog.database.execute("CREATE TRIGGER poison BEFORE UPDATE ON runs FOR EACH ROW EXECUTE FUNCTION poison()")
+    bad_text = "fleas \udfff and \x00"
+    good, bad, poisoned = new_run_id(), new_run_id(), new_run_id()
+
+    def finish(run_id, outputs, error=None):
+        runlog.finish_run(
+            run_id, status="failed" if error else "success", models="m", outputs=outputs, error=error,
+            usage={}, ended=1.0, duration=0.001,
+        )  # fmt: skip
+
+    for run_id in (good, bad, poisoned):
+        runlog.start_run(run_id, tool="rank", role="r", inputs={"documents": [bad_text]}, started=0.0)
+    with pytest.raises(StoreError, match="poisoned row"):
+        finish(poisoned, "poison")
+    finish(bad, [bad_text], error={"type": "InvalidInputError", "message": bad_text})
+    finish(good, ["fine"])
+    assert {run["id"]: run["status"] for run in runlog.runs(limit=None)} == {
+        good: "success",
+        bad: "failed",
+        poisoned: "running",
+    }
+    stored = runlog.run(bad)
+    assert stored["inputs"] == {"documents": [bad_text]} and stored["outputs"] == [bad_text]
+    assert stored["error"] == "fleas \\udfff and \\x00"
+
+
+def test_a_dead_writers_open_runs_are_interrupted_on_postgres(database_url):
+    """Opening the log marks the open runs of a writer that is gone, and leaves this process's alone."""
+    from decirank.stores.runlog import new_run_id, writer_token
+
+    runlog = RunLog.open(database_url)
+    mine = new_run_id()
+    runlog.start_run(mine, tool="rank", role="r", inputs={}, started=0.0)
+    runlog.flush()
+    dead = writer_token().rsplit("|", 2)[0] + "|999999999|1"
+    runlog.database.execute(
+        "INSERT INTO runs (id, kind, tool, status, writer) VALUES ('dead', 'tool', 'rank', 'running', ?)", (dead,)
+    )
+    RunLog.open(database_url)
+    assert {run["id"]: run["status"] for run in runlog.runs(limit=None)} == {mine: "running", "dead": "interrupted"}

@@ -124,6 +124,7 @@ class Database(abc.ABC):
             try:
                 yield self
                 self._run("COMMIT", ())
+                self._committed()
             except BaseException:
                 # A failed COMMIT can leave the transaction open; a failed statement may have ended it
                 # already. Either way the connection must be left outside any transaction, and the
@@ -131,6 +132,9 @@ class Database(abc.ABC):
                 with contextlib.suppress(Exception):
                     self._run("ROLLBACK", ())
                 raise
+
+    def _committed(self) -> None:
+        """Called after each transaction commits (lock held); nothing by default."""
 
     def exclusive_transaction(self) -> contextlib.AbstractContextManager[Database]:
         """Statements inside commit together, and no other writer (thread or process) interleaves."""
@@ -146,9 +150,28 @@ class Database(abc.ABC):
 
 
 class SQLiteDatabase(Database):
-    def __init__(self, path: Path, *, what: str) -> None:
+    """One SQLite file in WAL mode.
+
+    ``background_checkpoints=True`` is for a file written by many small
+    transactions (the run log commits once per tool call): SQLite copies
+    the WAL back into the database every ``CHECKPOINT_EVERY`` commits from a
+    thread of its own, on a connection of its own, instead of inside the
+    commit that happens to cross the WAL's size limit. That checkpoint
+    syncs the file, which on a virtual disk costs several milliseconds; in
+    the background it costs a caller nothing. The writing connection still
+    checkpoints by itself past ``BACKSTOP_PAGES``, should the thread fall
+    behind.
+    """
+
+    #: Commits between two background checkpoints.
+    CHECKPOINT_EVERY = 64
+    #: WAL pages past which the writing connection checkpoints by itself (SQLite's default is 1,000).
+    BACKSTOP_PAGES = 10_000
+
+    def __init__(self, path: Path, *, what: str, background_checkpoints: bool = False) -> None:
         super().__init__(what)
         self.path = Path(path)
+        self._checkpointer: _Checkpointer | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # Autocommit: every statement is its own transaction unless one is begun.
@@ -160,8 +183,15 @@ class SQLiteDatabase(Database):
             self._connection.execute("PRAGMA journal_mode = WAL")
             # In WAL mode NORMAL never corrupts the file; a power cut may lose the last rows.
             self._connection.execute("PRAGMA synchronous = NORMAL")
+            if background_checkpoints:
+                self._connection.execute(f"PRAGMA wal_autocheckpoint = {self.BACKSTOP_PAGES}")
+                self._checkpointer = _Checkpointer(self.path, every=self.CHECKPOINT_EVERY)
         except (OSError, sqlite3.Error) as error:
             raise self._failed(error) from error
+
+    def _committed(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.committed()
 
     @property
     def location(self) -> str:
@@ -188,7 +218,54 @@ class SQLiteDatabase(Database):
         return bool(self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
 
     def _close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
         self._connection.close()
+
+
+class _Checkpointer:
+    """A daemon thread that checkpoints one SQLite file's WAL every ``every`` commits (PASSIVE: never blocks)."""
+
+    def __init__(self, path: Path, *, every: int) -> None:
+        self._path = path
+        self._every = every
+        self._commits = 0
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    def committed(self) -> None:
+        self._commits += 1
+        if self._commits >= self._every:
+            self._commits = 0
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="decirank-checkpointer", daemon=True)
+                self._thread.start()
+            self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        connection = None
+        try:
+            connection = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    return
+                # PASSIVE copies what it can without waiting for readers or writers; the rest waits a turn.
+                connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as error:  # the writing connection's own checkpoints take over
+            sys.stderr.write(f"decirank: background checkpoint of {self._path} stopped: {error}\n")
+        finally:
+            if connection is not None:
+                connection.close()
 
 
 class PostgresDatabase(Database):

@@ -272,14 +272,14 @@ class RunLog:
         """A SQLite file path, or a ``postgresql://`` URL."""
         if isinstance(target, str) and is_postgres_url(target):
             return cls(PostgresDatabase(target, what="run log"))
-        return cls(SQLiteDatabase(Path(target), what="run log"))
+        return cls(SQLiteDatabase(Path(target), what="run log", background_checkpoints=True))
 
     @property
     def location(self) -> str:
         return self.database.location
 
     def flush(self) -> None:
-        """Wait until every row written so far is committed."""
+        """Wait until every row written so far is committed (or has failed, which its run's caller hears of)."""
         self._writer.flush()
 
     def close(self) -> None:
@@ -305,12 +305,16 @@ class RunLog:
         dead = [writer for writer in writers if _writer_is_gone(writer)]
         marked = 0
         for writer in dead:
-            rows = self.database.query(
-                "UPDATE runs SET status = 'interrupted', error_type = 'Interrupted', error = ? "
-                "WHERE status = 'running' AND writer = ? RETURNING id",
-                (_interrupted_message(writer), writer),
-            )
-            marked += len(rows)
+            with self.database.transaction():  # no RETURNING: SQLite has it only since 3.35
+                open_runs = self.database.query(
+                    "SELECT COUNT(*) AS n FROM runs WHERE status = 'running' AND writer = ?", (writer,)
+                )
+                self.database.execute(
+                    "UPDATE runs SET status = 'interrupted', error_type = 'Interrupted', error = ? "
+                    "WHERE status = 'running' AND writer = ?",
+                    (_interrupted_message(writer), writer),
+                )
+            marked += int(open_runs[0]["n"])
         return marked
 
     def start_run(
