@@ -39,18 +39,19 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...types.answers import Answer, ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
 from ...types.questions import ChoiceQuestion, LikelihoodQuestion, Question, ScoreQuestion
-from ...errors import MissingAssetError
+from ...errors import InvalidInputError, MissingAssetError
 from ..base import binomial_levels, render_state
 from ._assets import MINILM_FIX, SPLADE_FIX, find_assets
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
-from ._text import split_frame, split_question
+from ._fewshot import ChoiceHead, LikelihoodHead, head_key, heads
+from ._text import BACKGROUND_TOPICS, is_none_option, question_topic, refers_to_state, split_frame, split_question
 
 __all__ = ["VARIANTS", "LocalModel", "Variant"]
 
@@ -196,16 +197,90 @@ def _read_weights(make: Callable, pool: ThreadPoolExecutor, what: str, fix: str)
 _runtime = _Runtime()
 
 
+#: Question shapes, each with its own map from similarity to probability (module docstring).
+PASSAGE, TOPIC, CONTRAST, LABELS, ITEMS = "passage", "topic", "contrast", "labels", "items"
+#: Choice options longer than this (median, in words) are passages; shorter ones are labels.
+LABEL_MAX_WORDS = 12
+
+
+@dataclass(frozen=True)
+class ShapeMaps:
+    """Maps from MiniLM cosine similarity to probabilities for the shapes other than passages.
+
+    Fitted on the development data (Banking77, SST-2) by ``benchmarks/fit_local_maps.py``,
+    each validated on held-out labels before being fitted on all rows.
+    """
+
+    #: topic yes/no: sigmoid(topic_slope * log P(topic | text) + topic_offset), the log-probability
+    #: from a softmax over the asked topic and generic background topics (:func:`topic_log_probabilities`)
+    topic_slope: float
+    topic_offset: float
+    #: true/false descriptions: sigmoid(contrast_slope * (cos(text, true) - cos(text, false))); no offset,
+    #: so a text as close to either description is an even call whatever the wording
+    contrast_slope: float
+    #: a choice among labels: softmax(label_sharpness * cos(text, label))
+    label_sharpness: float
+    #: "none of these" among labels: sigmoid(none_top * best + none_margin * (best - second) + none_offset)
+    none_top: float
+    none_margin: float
+    none_offset: float
+
+
+MAPS = ShapeMaps(
+    topic_slope=1.891,
+    topic_offset=2.674,
+    contrast_slope=22.0,
+    label_sharpness=16.5,
+    none_top=-5.43,
+    none_margin=-3.84,
+    none_offset=2.20,
+)
+
+
+#: Topic questions: the softmax temperature over the asked topic and the background topics,
+#: and how close (cosine) a background topic may be to the asked one before it is left out
+#: as a near-synonym ("animals and pets" when the question asks about pets).
+TOPIC_TEMPERATURE = 10.0
+TOPIC_SYNONYM_COSINE = 0.6
+
+
+def topic_log_probabilities(text_vectors: np.ndarray, topic: str) -> np.ndarray:
+    """log P(topic) for each text in a softmax over the topic and the background topics.
+
+    A raw cosine to a one-word topic is small even for a text plainly about it
+    ("pets" and a sentence about a cat: 0.31); how it compares with other topics
+    carries over from one kind of topic to another far better than its size.
+    """
+    vectors = _runtime.dense_vectors([topic, *BACKGROUND_TOPICS], None)[0].astype(np.float64)
+    asked, background = vectors[0], vectors[1:]
+    background = background[background @ asked <= TOPIC_SYNONYM_COSINE]
+    scores = TOPIC_TEMPERATURE * (np.asarray(text_vectors, dtype=np.float64) @ asked)
+    others = TOPIC_TEMPERATURE * (np.asarray(text_vectors, dtype=np.float64) @ background.T)
+    return scores - np.logaddexp(scores, np.logaddexp.reduce(others, axis=1))
+
+
 @dataclass
 class _Plan:
-    """Which subjects each question compares with which query text."""
+    """How one question is answered: its shape, the texts it compares, and which is which."""
 
-    query: str
+    shape: str
+    #: what the subjects are compared with: the state, a topic, or the true and false descriptions
+    queries: list[str]
+    #: what is judged: the passage, item or state; for a choice, the options (none left out)
     subjects: list[str]
+    keys: list[str] = field(default_factory=list)
+    none_key: str | None = None
+    #: example states (rendered) for a few-shot head
+    example_texts: list[str] = field(default_factory=list)
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # no overflow for any x
+def _sigmoid(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=np.float64)))  # no overflow for any x
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-12), 1 - 1e-12)
+    return float(np.log(p / (1 - p)))
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
@@ -220,12 +295,52 @@ class LocalModel:
     def load(self) -> None:
         _runtime.load(dense=bool(self.variant.dense), sparse=bool(self.variant.sparse))
 
+    # --- which shape a question has -----------------------------------------------------------
+
     def _plan(self, state_text: str, question: Question) -> _Plan:
-        # The state is the query; instructions only stand in for an empty one (module docstring).
+        examples = [render_state(example.state) for example in getattr(question, "examples", ())]
         if isinstance(question, ChoiceQuestion):
-            return _Plan(state_text or split_frame(question.instructions)[1], list(question.options.values()))
+            return self._plan_choice(state_text, question, examples)
+        frame, _ = split_frame(question.instructions)
         instructions, subject = split_question(question.instructions)
-        return _Plan(state_text or split_frame(instructions)[1], [subject])
+        if frame or not self.variant.dense:
+            # A framed question ("This note bears on the request: <doc>") judges its subject against
+            # the state, as rank and rerank ask; instructions stand in for an empty state.
+            return _Plan(PASSAGE, [state_text or split_frame(instructions)[1]], [subject], example_texts=examples)
+        # A yes/no question about a text: the filter tool's item, else the state itself.
+        text = subject if instructions else state_text
+        asked = instructions or question.instructions
+        if not text.strip():
+            raise InvalidInputError("state", "a state (or an item in the question) for the question to judge")
+        if state_text and instructions and refers_to_state(asked):
+            return _Plan(PASSAGE, [state_text], [text], example_texts=examples)
+        if isinstance(question, LikelihoodQuestion) and question.true and question.false:
+            return _Plan(CONTRAST, [question.true, question.false], [text], example_texts=examples)
+        topic = question_topic(asked)
+        if isinstance(question, LikelihoodQuestion) and (question.true or question.false) and not question.false:
+            topic = question.true or topic
+        return _Plan(TOPIC, [topic], [text], example_texts=examples)
+
+    def _plan_choice(self, state_text: str, question: ChoiceQuestion, examples: list[str]) -> _Plan:
+        keys, descriptions, none_key = [], [], None
+        for key, description in question.options.items():
+            if none_key is None and is_none_option(key, description):
+                none_key = key
+            else:
+                keys.append(key)
+                descriptions.append(description)
+        if not keys:  # every option reads as "none": treat them as plain options
+            keys, descriptions, none_key = list(question.options), list(question.options.values()), None
+        words = float(np.median([len(text.split()) for text in descriptions]))
+        if words > LABEL_MAX_WORDS or not self.variant.dense:
+            query = state_text or split_frame(question.instructions)[1]
+            return _Plan(PASSAGE, [query], descriptions, keys, none_key, examples)
+        if state_text:
+            return _Plan(LABELS, [state_text], descriptions, keys, none_key, examples)
+        # No state: the question asks which of the items has a property ("Which one is about pets?").
+        return _Plan(ITEMS, [question_topic(question.instructions)], descriptions, keys, none_key, examples)
+
+    # --- answering ---------------------------------------------------------------------------------
 
     def answer(
         self, state, questions: dict[str, Question], cancelled: threading.Event
@@ -233,51 +348,150 @@ class LocalModel:
         """Answers by question id, tokens read, tokens served from the cache."""
         state_text = render_state(state)
         plans = {qid: self._plan(state_text, q) for qid, q in questions.items()}
-        # One pass per encoder over every distinct text of the call.
-        texts = list(dict.fromkeys([p.query for p in plans.values()] + [s for p in plans.values() for s in p.subjects]))
-        index = {text: i for i, text in enumerate(texts)}
+        # One pass per encoder over every distinct text of the call; SPLADE only where a passage question needs it.
+        texts = list(
+            dict.fromkeys(text for p in plans.values() for text in (*p.queries, *p.subjects, *p.example_texts))
+        )
+        passage_texts = list(
+            dict.fromkeys(text for p in plans.values() if p.shape == PASSAGE for text in (*p.queries, *p.subjects))
+        )
         total_tokens = _runtime.token_count(texts)
         computed = 0
-        dense = states = None
+        vectors = _Vectors(texts)
         if self.variant.dense:
-            dense, n = _runtime.dense_vectors(texts, cancelled)
-            computed += n
-        if self.variant.sparse:
-            states, n = _runtime.sparse_states(texts, cancelled)
+            vectors.dense, computed = _runtime.dense_vectors(texts, cancelled)
+        if self.variant.sparse and passage_texts:
+            states, n = _runtime.sparse_states(passage_texts, cancelled)
+            vectors.sparse = dict(zip(passage_texts, states, strict=True))
             computed = max(computed, n)
 
-        def similarities(query: str, subjects: list[str]) -> np.ndarray:
-            rows = [index[text] for text in subjects]
-            result = np.zeros(len(rows))
-            if dense is not None:
-                result += self.variant.dense * (dense[rows] @ dense[index[query]])
-            if states is not None:
-                columns, weights = _runtime.sparse_query(query, states[index[query]])
-                if columns.size:
-                    subject_weights = _runtime.sparse.weights_at([states[r] for r in rows], columns)
-                    result += self.variant.sparse * (subject_weights @ weights) / np.linalg.norm(weights)
-            return result
-
         answers: dict[str, Answer] = {}
-        # Likelihood and score questions with the same query share one product.
+        # Passage likelihoods with the same query share one product.
         singles: dict[str, list[str]] = {}
         for qid, question in questions.items():
-            if isinstance(question, ChoiceQuestion):
-                answers[qid] = self._answer(question, similarities(plans[qid].query, plans[qid].subjects))
+            plan = plans[qid]
+            if plan.shape == PASSAGE and not isinstance(question, ChoiceQuestion) and not plan.example_texts:
+                singles.setdefault(plan.queries[0], []).append(qid)
             else:
-                singles.setdefault(plans[qid].query, []).append(qid)
+                answers[qid] = self._answer(question, plan, vectors)
         for query, qids in singles.items():
-            for qid, similarity in zip(qids, similarities(query, [plans[q].subjects[0] for q in qids]), strict=True):
-                answers[qid] = self._answer(questions[qid], np.array([similarity]))
+            subjects = [plans[q].subjects[0] for q in qids]
+            for qid, similarity in zip(qids, self._fused(vectors, query, subjects), strict=True):
+                answers[qid] = _likelihood_answer(questions[qid], float(self._passage_likelihood(similarity)))
         return {qid: answers[qid] for qid in questions}, total_tokens, total_tokens - computed
 
-    def _answer(self, question: Question, similarity: np.ndarray) -> Answer:
-        v = self.variant
+    def _fused(self, vectors: _Vectors, query: str, subjects: list[str]) -> np.ndarray:
+        """The passage similarity: MiniLM cosine and SPLADE dot product, weighted by the variant."""
+        result = np.zeros(len(subjects))
+        if self.variant.dense:
+            result += self.variant.dense * vectors.cosines(query, subjects)
+        if self.variant.sparse:
+            columns, weights = _runtime.sparse_query(query, vectors.sparse[query])
+            if columns.size:
+                subject_weights = _runtime.sparse.weights_at([vectors.sparse[s] for s in subjects], columns)
+                result += self.variant.sparse * (subject_weights @ weights) / np.linalg.norm(weights)
+        return result
+
+    def _passage_likelihood(self, similarity):
+        return _sigmoid(self.variant.slope * similarity + self.variant.offset)
+
+    def _answer(self, question: Question, plan: _Plan, vectors: _Vectors) -> Answer:
         if isinstance(question, ChoiceQuestion):
-            probabilities = _softmax(v.sharpness * similarity)
-            return ChoiceAnswer({key: float(p) for key, p in zip(question.options, probabilities, strict=True)})
-        likelihood = float(_sigmoid(v.slope * similarity[0] + v.offset))
-        if isinstance(question, LikelihoodQuestion):
-            return LikelihoodAnswer(likelihood)
-        assert isinstance(question, ScoreQuestion)
-        return ScoreAnswer(binomial_levels(len(question.levels), likelihood))
+            return ChoiceAnswer(self._choice(question, plan, vectors))
+        prior = self._zero_shot_logit(plan, vectors)
+        if plan.example_texts:
+            assert isinstance(question, LikelihoodQuestion)
+            head = self._likelihood_head(question, plan, vectors)
+            probability = float(head.probabilities(vectors.of(plan.subjects), np.array([prior]))[0])
+        else:
+            probability = float(_sigmoid(prior))
+        return _likelihood_answer(question, probability)
+
+    def _zero_shot_logit(self, plan: _Plan, vectors: _Vectors, subjects: list[str] | None = None):
+        """The logit of "yes" for each subject (or the plan's one subject) from the shape's map."""
+        subjects = plan.subjects if subjects is None else subjects
+        if plan.shape == PASSAGE:
+            logits = self.variant.slope * self._fused(vectors, plan.queries[0], subjects) + self.variant.offset
+        elif plan.shape == CONTRAST:
+            true, false = plan.queries
+            logits = MAPS.contrast_slope * (vectors.cosines(true, subjects) - vectors.cosines(false, subjects))
+        else:
+            logits = MAPS.topic_slope * topic_log_probabilities(vectors.of(subjects), plan.queries[0]) + MAPS.topic_offset
+        return logits if plan.subjects is not subjects or len(subjects) != 1 else float(logits[0])
+
+    def _likelihood_head(self, question: LikelihoodQuestion, plan: _Plan, vectors: _Vectors) -> LikelihoodHead:
+        def fit() -> LikelihoodHead:
+            priors = np.asarray(self._zero_shot_logit(plan, vectors, plan.example_texts), dtype=np.float64)
+            answers = [example.answer for example in question.examples]
+            return LikelihoodHead(vectors.of(plan.example_texts), priors.reshape(-1), answers)
+
+        key = head_key("likelihood", self.variant, plan.shape, plan.queries, question.instructions,
+                       [(e.state, e.answer) for e in question.examples])  # fmt: skip
+        return heads.get(key, fit)
+
+    def _choice(self, question: ChoiceQuestion, plan: _Plan, vectors: _Vectors) -> dict[str, float]:
+        if plan.shape == PASSAGE:
+            similarity = self._fused(vectors, plan.queries[0], plan.subjects)
+            distribution = _softmax(self.variant.sharpness * similarity)
+            # Nothing fits when even the best passage is unlikely to answer: the passage map's "no".
+            none = 1.0 - float(self._passage_likelihood(similarity.max()))
+        elif plan.shape == ITEMS:
+            # Which items have the asked property: each its own topic likelihood, shared out among them.
+            likelihoods = _sigmoid(self._zero_shot_logit(plan, vectors))
+            distribution = likelihoods / likelihoods.sum()
+            none = 1.0 - float(likelihoods.max())
+        else:
+            similarity = vectors.cosines(plan.queries[0], plan.subjects)
+            best, second = np.sort(similarity)[::-1][:2] if len(similarity) > 1 else (similarity[0], similarity[0])
+            none = float(_sigmoid(MAPS.none_top * best + MAPS.none_margin * (best - second) + MAPS.none_offset))
+            if plan.example_texts:
+                return self._few_shot_choice(question, plan, vectors, none)
+            distribution = _softmax(MAPS.label_sharpness * similarity)
+        probabilities = dict(zip(plan.keys, (float(p) for p in distribution), strict=True))
+        return _with_none(probabilities, plan.none_key, none)
+
+    def _few_shot_choice(
+        self, question: ChoiceQuestion, plan: _Plan, vectors: _Vectors, none: float
+    ) -> dict[str, float]:
+        answers = [str(example.answer) for example in question.examples]
+
+        def fit() -> ChoiceHead:
+            return ChoiceHead(vectors.of(plan.example_texts), answers, vectors.of(plan.subjects), plan.keys)
+
+        key = head_key("choice", plan.keys, plan.subjects, [(e.state, e.answer) for e in question.examples])
+        probabilities = heads.get(key, fit).probabilities(vectors.of(plan.queries))[0]
+        if plan.none_key in probabilities:  # the examples teach "none" themselves
+            return {key: probabilities.get(key, 0.0) for key in question.options}
+        return _with_none(probabilities, plan.none_key, none)
+
+
+class _Vectors:
+    """The call's MiniLM vectors by text, and SPLADE token states of its passage texts."""
+
+    def __init__(self, texts: list[str]):
+        self.index = {text: i for i, text in enumerate(texts)}
+        self.dense: np.ndarray | None = None
+        self.sparse: dict[str, np.ndarray] = {}
+
+    def of(self, texts: Sequence[str]) -> np.ndarray:
+        assert self.dense is not None
+        return self.dense[[self.index[text] for text in texts]]
+
+    def cosines(self, query: str, subjects: Sequence[str]) -> np.ndarray:
+        return (self.of(subjects) @ self.of([query])[0]).astype(np.float64)
+
+
+def _with_none(probabilities: dict[str, float], none_key: str | None, none: float) -> dict[str, float]:
+    """The options' distribution with "none of these" given its own probability, the rest scaled to fit."""
+    if none_key is None:
+        return probabilities
+    scaled = {key: p * (1.0 - none) for key, p in probabilities.items()}
+    scaled[none_key] = none
+    return scaled
+
+
+def _likelihood_answer(question: Question, likelihood: float) -> Answer:
+    if isinstance(question, LikelihoodQuestion):
+        return LikelihoodAnswer(likelihood)
+    assert isinstance(question, ScoreQuestion)
+    return ScoreAnswer(binomial_levels(len(question.levels), likelihood))

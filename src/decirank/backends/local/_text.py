@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["split_frame", "split_question"]
+__all__ = ["is_none_option", "question_topic", "refers_to_state", "split_frame", "split_question"]
 
 # A short leading clause ending in ": " is a frame ("This note bears on the request: ",
 # "How well does the artifact meet this criterion: "); what follows is the subject.
@@ -49,3 +49,73 @@ def split_question(text: str) -> tuple[str, str]:
     if block is not None:
         return block["instructions"].strip(), block["subject"].strip()
     return "", subject
+
+
+_AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|will|would|should|has|have|had)"
+_SUBJECT = (
+    r"(?:(?:the|this|that|these|those)(?:\s+\w+)?\s+"
+    r"(?:customer|user|text|review|message|item|document|passage|sentence|note|email|article|post|comment"
+    r"|question|request|page|tweet|story|ticket|query|product|paper|sentiment|tone)"
+    r"|it|this|that|these|those|there|they|he|she)"
+)
+# "Is the customer asking about card arrival?" -> "card arrival"; "Is this about pets?" -> "pets";
+# "Does the customer want a refund?" -> "want a refund"; "Is this a complaint?" -> "a complaint".
+_ABOUT = re.compile(r"\babout\s+(?P<topic>.+)$", re.IGNORECASE | re.DOTALL)
+_LEADING = re.compile(
+    rf"^{_AUXILIARY}\s+(?:{_SUBJECT}\s+)?(?:(?:asking|talking|writing|speaking|concerned|related|relevant)\s+"
+    rf"(?:about|to|with)\s+)?",
+    re.IGNORECASE,
+)
+# A question that points at the state ("Does this answer the question?") asks about the state, not a topic.
+_REFERS_TO_STATE = re.compile(
+    r"\b(?:the|this|my|our|your|user's|customer's)\s+(?:question|query|request|context|search|task|goal|need)s?\b",
+    re.IGNORECASE,
+)
+
+
+def question_topic(question: str) -> str:
+    """What a yes/no question asks about, without the question's own frame words.
+
+    A bi-encoder compares meanings: "Is the customer asking about card arrival?"
+    is best compared as "card arrival", since the frame words ("is the customer
+    asking") match every text alike. Falls back to the whole question.
+    """
+    text = question.strip().rstrip("?.!").strip()
+    about = _ABOUT.search(text)
+    if about is not None and about["topic"].strip():
+        return about["topic"].strip()
+    stripped = _LEADING.sub("", text, count=1).strip()
+    return stripped or text
+
+
+def refers_to_state(question: str) -> bool:
+    """Whether a yes/no question asks how an item bears on the state ("Is this relevant to the question?")."""
+    return _REFERS_TO_STATE.search(question) is not None
+
+
+_NONE_OPTION = re.compile(
+    r"^\s*(?:none|nothing|no (?:option|answer|match|label|category)|other|not listed"
+    r"|none of (?:these|the above|them|the options))\b",
+    re.IGNORECASE,
+)
+
+
+def is_none_option(key: str, description: str) -> bool:
+    """A "nothing fits" option: keyed ``none``, or described as none of the others."""
+    return key.strip().lower() == "none" or _NONE_OPTION.match(description or "") is not None
+
+
+#: Generic topics a yes/no topic question is contrasted with: "is it about pets?" reads as "is it
+#: closer to pets than to these?". Written as everyday subject areas, not taken from any data set.
+BACKGROUND_TOPICS = (
+    "sports", "politics and elections", "cooking and recipes", "weather", "health and medicine",
+    "money and banking", "travel and holidays", "music", "movies and television", "computers and software",
+    "science", "history", "education and school", "jobs and careers", "cars and driving", "animals and pets",
+    "family and relationships", "shopping", "fashion and clothing", "housing and real estate", "law and crime",
+    "religion", "art and design", "books and literature", "video games", "food and restaurants",
+    "fitness and exercise", "nature and the environment", "business and companies", "technology and gadgets",
+    "mathematics", "languages", "war and the military", "space and astronomy", "farming and gardening",
+    "celebrities", "insurance", "taxes", "phones and telecommunications", "weddings", "children and parenting",
+    "energy and electricity", "transport and public transit", "emotions and feelings", "philosophy",
+    "social media", "hobbies and crafts", "the internet", "customer service", "delivery and shipping",
+)  # fmt: skip
