@@ -407,11 +407,6 @@ class BatchWriter:
             number = self._submitted
         self._write_through(number)
 
-    def failure(self, key: str) -> StoreError | None:
-        """The kept failure of a statement with ``key``, if any (and forget it)."""
-        with self._buffer_lock:
-            return self._errors.pop(key, None)
-
     def _write_through(self, number: int) -> None:
         """Return once statement ``number`` has been written: by this thread, or by the commit that carried it."""
         while True:
@@ -516,4 +511,6 @@ def _write_pending_at_exit() -> None:
         try:
             writer.flush()
         except StoreError as error:
+            sys.stderr.write(f"decirank: {error}\n")
+        for error in writer._errors.values():  # failures no waiter came for: say them once, at least
             sys.stderr.write(f"decirank: {error}\n")
