@@ -161,8 +161,8 @@ def test_a_questions_probability_does_not_depend_on_its_batch():
 def test_the_frame_of_a_likelihood_question_is_not_compared():
     """A leading frame such as the rerank tool's is dropped before the subject is encoded."""
     framed = DecisionRequest(state=QUERY, questions={"q": LikelihoodQuestion(FRAME + FLEA)})
-    bare = DecisionRequest(state=QUERY, questions={"q": LikelihoodQuestion(FLEA)})
-    assert decide(framed).answers["q"].probability == decide(bare).answers["q"].probability
+    other = DecisionRequest(state=QUERY, questions={"q": LikelihoodQuestion("Judge this passage: " + FLEA)})
+    assert decide(framed).answers["q"].probability == decide(other).answers["q"].probability
 
 
 def test_a_choice_without_state_is_judged_against_its_instructions():

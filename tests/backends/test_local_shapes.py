@@ -1,0 +1,164 @@
+"""The embedded model answers each question shape with its own map: real weights, no fakes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import decirank
+from decirank.backends import create_backend
+from decirank.backends.local._fewshot import heads
+from decirank.backends.local._text import is_none_option, question_topic, refers_to_state
+from decirank.errors import InvalidInputError
+from decirank.types.answers import check_response
+from decirank.types.questions import ChoiceQuestion, DecisionRequest, Example, LikelihoodQuestion, ScoreQuestion
+
+PETS = [
+    "My dog keeps scratching; the vet found fleas.",
+    "Stock prices fell sharply after the rate rise.",
+    "Our cat sleeps all day on the sofa.",
+    "How to bake sourdough bread at home.",
+]
+INTENTS = {
+    "card_arrival": "card arrival",
+    "exchange_rate": "exchange rate",
+    "lost_or_stolen_card": "lost or stolen card",
+    "top_up_failed": "top up failed",
+    "cash_withdrawal_charge": "cash withdrawal charge",
+}
+
+
+def decide(state, **questions):
+    request = DecisionRequest(state=state, questions=questions)
+    response = asyncio.run(create_backend("local").decide(request))
+    check_response(request, response)
+    return response.answers
+
+
+def test_the_readme_filter_keeps_the_pet_items():
+    result = decirank.filter(PETS, "Is this about pets?", state={})
+    assert result.items == [PETS[0], PETS[2]]
+
+
+def test_rank_shares_a_property_question_among_the_items_that_have_it():
+    """ "Which one is about pets?" fits the dog and the cat item alike: neither takes it all."""
+    ranked = decirank.rank(PETS, "Which one is about pets?", state={}).ranked
+    by_index = {entry.index: entry.probability for entry in ranked}
+    assert {ranked[0].index, ranked[1].index} == {0, 2}
+    assert by_index[2] > 0.5 * by_index[0]
+    assert by_index[1] + by_index[3] < 0.1
+
+
+def test_a_topic_question_about_the_state():
+    question = LikelihoodQuestion("Is the customer asking about card arrival?")
+    assert decide("My new card still hasn't come in the post.", q=question)["q"].probability > 0.5
+    assert decide("What rate do you use to convert euros to pounds?", q=question)["q"].probability < 0.5
+
+
+def test_true_and_false_descriptions_are_read_as_a_contrast():
+    def ask(state, true, false):
+        question = LikelihoodQuestion("Is this movie review positive?", true=true, false=false)
+        return decide(state, q=question)["q"].probability
+
+    good, bad = "a good film", "a bad film"
+    assert ask("a moving, funny and beautifully acted film", good, bad) > 0.5
+    assert ask("a dull, lifeless mess that wastes its cast", good, bad) < 0.5
+    # Swapping the descriptions swaps the answer: the map has no offset favouring either wording.
+    text = "an uneven film with a few fine moments"
+    assert ask(text, good, bad) + ask(text, bad, good) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_none_of_these_comes_from_evidence_that_no_option_fits():
+    options = {**INTENTS, "none": "none of these"}
+    question = ChoiceQuestion("What does the customer want?", options)
+    off_topic = decide("Which team won the football match last night?", q=question)["q"]
+    on_topic = decide("I think someone stole my card, please block it", q=question)["q"]
+    assert off_topic.choice == "none"
+    assert on_topic.choice == "lost_or_stolen_card"
+    assert on_topic.probabilities["none"] < 0.5
+
+
+def test_rank_none_against_passages_is_the_best_passages_no():
+    passages = [
+        "Shares in technology companies fell sharply after the central bank raised interest rates, "
+        "with analysts warning of further volatility in the weeks ahead as markets digest the decision.",
+        "The recipe calls for flour, water, salt and a sourdough starter, left to rise overnight in a warm "
+        "kitchen before it is shaped, proofed again and baked in a very hot oven until golden.",
+    ]
+    result = decirank.rank(passages, "Which passage answers?", {"question": "how long do fleas live"}, none="none")
+    assert result.no_fit and result.none > 0.5
+
+
+def test_few_shot_examples_teach_a_choice_head():
+    options = {"a": "category one", "b": "category two"}  # labels that say nothing: only examples can teach them
+    examples = [Example(text, "a") for text in ("I love my dog", "cats are great pets", "my parrot talks")] + [
+        Example(text, "b") for text in ("the stock market fell", "interest rates rose", "shares dropped today")
+    ]
+    question = ChoiceQuestion("Which category?", options, examples=examples)
+    assert decide("my hamster escaped from its cage", q=question)["q"].choice == "a"
+    assert decide("bond yields climbed again", q=question)["q"].choice == "b"
+    fitted = len(heads._heads)
+    decide("my rabbit eats carrots", q=question)
+    assert len(heads._heads) == fitted  # the head is fitted once per question and reused
+
+
+def test_few_shot_examples_teach_a_yes_no_head():
+    examples = [Example(t, True) for t in ("I love my dog", "cats are great pets", "my parrot talks")] + [
+        Example(t, False) for t in ("the stock market fell", "interest rates rose", "shares dropped today")
+    ]
+    question = LikelihoodQuestion("Does it match?", examples=examples)
+    assert decide("my hamster escaped from its cage", q=question)["q"].probability > 0.5
+    assert decide("bond yields climbed again", q=question)["q"].probability < 0.5
+
+
+def test_yes_no_examples_need_both_answers():
+    question = LikelihoodQuestion("Is it about pets?", examples=[Example("I love my dog", True)])
+    with pytest.raises(InvalidInputError, match="both answers"):
+        decide("my cat", q=question)
+
+
+def test_a_question_with_nothing_to_judge_is_refused():
+    with pytest.raises(InvalidInputError, match="state"):
+        decide(None, q=LikelihoodQuestion("Is this about pets?"))
+
+
+def test_a_score_question_about_the_state_follows_its_likelihood():
+    levels = ("not at all", "somewhat", "fully")
+    answers = decide(
+        "My new card still hasn't come in the post.",
+        on=ScoreQuestion("Is the customer asking about card arrival?", levels),
+        off=ScoreQuestion("Is the customer asking about the exchange rate?", levels),
+    )
+    assert answers["on"].normalized_score > answers["off"].normalized_score
+
+
+@pytest.mark.parametrize(
+    ("question", "topic"),
+    [
+        ("Is the customer asking about card arrival?", "card arrival"),
+        ("Is this about pets?", "pets"),
+        ("Is this news article about sports?", "sports"),
+        ("Does the customer want a refund?", "want a refund"),
+        ("Is this a complaint?", "a complaint"),
+        ("Is this movie review positive?", "positive"),
+        ("Is it spam?", "spam"),
+        ("spam", "spam"),
+    ],
+)
+def test_question_topic(question, topic):
+    assert question_topic(question) == topic
+
+
+def test_questions_that_point_at_the_state():
+    assert refers_to_state("Does this answer the question?")
+    assert not refers_to_state("Is this about pets?")
+
+
+@pytest.mark.parametrize(
+    ("key", "description", "expected"),
+    [("none", "", True), ("x", "None of these", True), ("x", "Other", True), ("x", "nonetheless", False),
+     ("x", "card arrival", False)],
+)  # fmt: skip
+def test_none_options(key, description, expected):
+    assert is_none_option(key, description) is expected
