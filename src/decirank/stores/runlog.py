@@ -23,7 +23,9 @@ the tool call fails with :class:`~decirank.errors.StoreError` instead of
 returning. Rows are still written many at a time: callers finishing at once
 share one commit (group commit, see :class:`~._database.BatchWriter`), so the
 price of the guarantee is one commit per tool call when calls come one at a
-time, and less under concurrency. There is no window in which an
+time, and less under concurrency (``benchmarks/runlog_overhead.py``: about
+0.3 ms per lexical rank call on a busy 2-core machine, against 0.14 ms when
+runs were acknowledged before their commit). There is no window in which an
 acknowledged run lives only in memory.
 
 What "committed" survives: on PostgreSQL, what the server promises for a
