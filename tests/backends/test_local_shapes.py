@@ -9,7 +9,7 @@ import pytest
 import decirank
 from decirank.backends import create_backend
 from decirank.backends.local._fewshot import heads
-from decirank.backends.local._text import is_none_option, question_topic, refers_to_state
+from decirank.backends.local._text import is_none_option, polar_contrast, question_topic, refers_to_state
 from decirank.errors import InvalidInputError
 from decirank.types.answers import check_response
 from decirank.types.questions import ChoiceQuestion, DecisionRequest, Example, LikelihoodQuestion, ScoreQuestion
@@ -162,3 +162,14 @@ def test_questions_that_point_at_the_state():
 )  # fmt: skip
 def test_none_options(key, description, expected):
     assert is_none_option(key, description) is expected
+
+
+def test_a_polar_question_is_read_as_the_contrast_with_its_opposite():
+    assert polar_contrast("Is this movie review positive?") == (
+        "Is this movie review positive?",
+        "Is this movie review negative?",
+    )
+    assert polar_contrast("Is it good or bad?") is None  # two polar words: no single contrast
+    question = LikelihoodQuestion("Is this movie review positive?")
+    assert decide("a moving, funny and beautifully acted film", q=question)["q"].probability > 0.5
+    assert decide("a dull, lifeless mess that wastes its cast", q=question)["q"].probability < 0.5

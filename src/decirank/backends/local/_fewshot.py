@@ -45,14 +45,27 @@ def head_key(*parts: object) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def _logistic_regression(c: float):
+#: Folds of the cross-validation that calibrates a head's probabilities.
+CALIBRATION_FOLDS = 3
+
+
+def _fit(c: float, features: np.ndarray, labels: np.ndarray):
+    """A logistic regression whose probabilities are temperature-scaled on held-out folds of its own examples.
+
+    A regularised regression is underconfident (Banking77, 10 examples per intent:
+    expected calibration error 0.30 raw, 0.03 scaled); one temperature, fitted on
+    predictions for examples each fold did not see, fixes that without moving the
+    ranking. With fewer than two examples of some answer there is nothing to hold
+    out, and the regression's own probabilities are used.
+    """
     # Imported on first use: scikit-learn costs half a second to import, and most calls never fit a head.
+    from sklearn.calibration import CalibratedClassifierCV
     from sklearn.linear_model import LogisticRegression
 
-    return LogisticRegression(C=c, max_iter=2000)
-
-
-def _fit(model, features: np.ndarray, labels: np.ndarray):
+    model = LogisticRegression(C=c, max_iter=2000)
+    folds = min(CALIBRATION_FOLDS, int(np.unique(labels, return_counts=True)[1].min()))
+    if folds >= 2:
+        model = CalibratedClassifierCV(model, method="temperature", cv=folds, ensemble=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a rare non-converged fit is still a usable head
         return model.fit(features, labels)
@@ -67,7 +80,7 @@ class LikelihoodHead:
             raise InvalidInputError(
                 "question.examples", "examples with both answers, true and false", got=f"only {bool(labels[0])}"
             )
-        self._model = _fit(_logistic_regression(LIKELIHOOD_C), self._features(vectors, prior_logits), labels)
+        self._model = _fit(LIKELIHOOD_C, self._features(vectors, prior_logits), labels)
 
     @staticmethod
     def _features(vectors: np.ndarray, prior_logits: np.ndarray) -> np.ndarray:
@@ -90,7 +103,7 @@ class ChoiceHead:
         features = np.concatenate([example_vectors, option_vectors])
         labels = np.array([*example_keys, *option_keys])
         self.keys = list(option_keys) + sorted(set(example_keys) - set(option_keys))
-        self._model = _fit(_logistic_regression(CHOICE_C), features, labels)
+        self._model = _fit(CHOICE_C, features, labels)
 
     def probabilities(self, vectors: np.ndarray) -> list[dict[str, float]]:
         classes = list(self._model.classes_)

@@ -51,7 +51,7 @@ from ._assets import MINILM_FIX, SPLADE_FIX, find_assets
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
 from ._fewshot import ChoiceHead, LikelihoodHead, head_key, heads
-from ._text import BACKGROUND_TOPICS, is_none_option, question_topic, refers_to_state, split_frame, split_question
+from ._text import BACKGROUND_TOPICS, is_none_option, polar_contrast, question_topic, refers_to_state, split_frame, split_question
 
 __all__ = ["VARIANTS", "LocalModel", "Variant"]
 
@@ -316,8 +316,12 @@ class LocalModel:
             return _Plan(PASSAGE, [state_text], [text], example_texts=examples)
         if isinstance(question, LikelihoodQuestion) and question.true and question.false:
             return _Plan(CONTRAST, [question.true, question.false], [text], example_texts=examples)
+        described = isinstance(question, LikelihoodQuestion) and (question.true or question.false)
+        polar = None if described else polar_contrast(asked)
+        if polar is not None:
+            return _Plan(CONTRAST, list(polar), [text], example_texts=examples)
         topic = question_topic(asked)
-        if isinstance(question, LikelihoodQuestion) and (question.true or question.false) and not question.false:
+        if described and not question.false:
             topic = question.true or topic
         return _Plan(TOPIC, [topic], [text], example_texts=examples)
 

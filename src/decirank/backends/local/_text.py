@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["is_none_option", "question_topic", "refers_to_state", "split_frame", "split_question"]
+__all__ = ["BACKGROUND_TOPICS", "is_none_option", "polar_contrast", "question_topic", "refers_to_state", "split_frame", "split_question"]
 
 # A short leading clause ending in ": " is a frame ("This note bears on the request: ",
 # "How well does the artifact meet this criterion: "); what follows is the subject.
@@ -119,3 +119,31 @@ BACKGROUND_TOPICS = (
     "energy and electricity", "transport and public transit", "emotions and feelings", "philosophy",
     "social media", "hobbies and crafts", "the internet", "customer service", "delivery and shipping",
 )  # fmt: skip
+
+
+# Polar words and their opposites. A bi-encoder cannot read "not", but it can tell which of two
+# wordings a text is closer to: "Is this review positive?" is read as the contrast with
+# "Is this review negative?" (SST-2: AUROC 0.76, against 0.48 for the topic "positive").
+_POLAR_PAIRS = (
+    ("positive", "negative"), ("good", "bad"), ("happy", "sad"), ("satisfied", "dissatisfied"),
+    ("favorable", "unfavorable"), ("favourable", "unfavourable"), ("pleased", "displeased"),
+    ("like", "dislike"), ("love", "hate"), ("correct", "incorrect"), ("helpful", "unhelpful"),
+    ("polite", "rude"), ("safe", "unsafe"), ("legal", "illegal"), ("optimistic", "pessimistic"),
+    ("friendly", "hostile"), ("calm", "angry"), ("praise", "criticism"), ("success", "failure"),
+    ("agree", "disagree"), ("approve", "disapprove"), ("relevant", "irrelevant"),
+)  # fmt: skip
+_OPPOSITES = {a: b for pair in _POLAR_PAIRS for a, b in (pair, pair[::-1])}
+_POLAR_WORD = re.compile(r"\b(" + "|".join(sorted(_OPPOSITES, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+
+
+def polar_contrast(question: str) -> tuple[str, str] | None:
+    """``(question, its opposite)`` when the question turns on one polar word, else None."""
+    words = _POLAR_WORD.findall(question)
+    if len(words) != 1:
+        return None
+
+    def opposite(match: re.Match) -> str:
+        word = _OPPOSITES[match[1].lower()]
+        return word.capitalize() if match[1][0].isupper() else word
+
+    return question, _POLAR_WORD.sub(opposite, question, count=1)
