@@ -249,3 +249,12 @@ def test_split_frame(text, frame, subject):
 def test_split_question(text, instructions, subject):
     """A leading frame wins; else a trailing block labelled as the subject (Item:, Document:, ...)."""
     assert split_question(text) == (instructions, subject)
+
+
+def test_a_long_text_is_cut_before_it_is_tokenized():
+    """Only the first 256 tokens are read; a 1 MB text tokenizes like its opening characters."""
+    text = "fleas live for months on a host. " * 30000
+    ids = _runtime.token_ids([text])[0]
+    assert len(ids) == _model.MAX_TOKENS
+    assert ids == _runtime.token_ids([text[: _model.MAX_CHARS]])[0]
+    assert ids[:-1] == _runtime.tokenizer.encode(text[:5000]).ids[:-1]
