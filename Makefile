@@ -5,9 +5,12 @@ BIN := $(VENV)/bin
 # TREC DL19 for the benchmarks, not shipped with the project: a folder holding bm25_top100.json
 # (each query's BM25 top 100 passages) and qrels.txt (the official judgments); DATA=DIR moves it.
 DATA ?= ../shared/data/trec-dl19
+# Labelled decisions that are not retrieval (Banking77 intents, SST-2 sentiment), {"text", "label"} per line.
+DECISIONS ?= ../shared/data/decisions
+LABELS := $(BIN)/decirank eval labels
 EXTRAS := server,mcp,eval,postgres,test
 
-.PHONY: install demo test bench bench-serve check-data clean
+.PHONY: install demo test bench bench-labels bench-serve check-data clean
 
 install: $(VENV)/.installed
 
@@ -29,11 +32,24 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -q
 
-bench: install check-data
+bench: install check-data bench-labels
+	$(BIN)/python benchmarks/single_decision.py
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model local --tool rank --warm
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model local --tool rerank
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model lexical --tool rank
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model lexical --tool rerank
+
+# What the embedded model answers besides passages: one figure per kind of question (README, "What it can answer").
+bench-labels: install
+	$(LABELS) $(DECISIONS)/banking77-train.jsonl -m local -m lexical --question "What does the customer want?"
+	$(LABELS) $(DECISIONS)/banking77-train.jsonl -m local -m lexical --type noul --question "Is the customer asking about {label}?"
+	$(LABELS) $(DECISIONS)/banking77-train.jsonl -m local --question "What does the customer want?" --none "none of these" --hold-out 20
+	$(LABELS) $(DECISIONS)/banking77-train.jsonl -m local --question "What does the customer want?" --examples 10
+	$(LABELS) $(DECISIONS)/sst2-train.jsonl -m local -m lexical --type noul --question "Is this movie review positive?"
+	$(LABELS) $(DECISIONS)/sst2-train.jsonl -m local -m lexical --type noul --question "Is this movie review positive?" \
+		--true "a positive movie review" --false "a negative movie review"
+	for n in 8 16 64 256; do $(LABELS) $(DECISIONS)/sst2-train.jsonl -m local --type noul --examples $$n \
+		--question "Is this movie review positive?" --true "a positive movie review" --false "a negative movie review"; done
 
 # decirank serve's /v1/rerank with the default model: requests per second, p50/p95, 20 and 100 documents,
 # of DL19's passages when DATA is given, else of generated sentences.

@@ -1,0 +1,51 @@
+"""CPU time of one decision on the embedded model: a state it has not seen, one question.
+
+    python benchmarks/single_decision.py [--rounds 50]
+
+The model is loaded and its option and background vectors are cached first, as
+in a running server; each round then asks about a new state, so the state is
+always encoded. Prints the median and 95th percentile CPU milliseconds per
+question shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+
+from decirank.backends import create_backend
+from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion
+
+INTENTS = [f"intent number {i} about banking topic {i}" for i in range(77)]
+LABELS = ChoiceQuestion("What does the customer want?", {str(i): text for i, text in enumerate(INTENTS)})
+#: Each shape's question for round ``i``; the filter item changes with the round, as the state does.
+SHAPES = {
+    "topic yes/no": lambda i: LikelihoodQuestion("Is the customer asking about card arrival?"),
+    "true/false descriptions": lambda i: LikelihoodQuestion("Is it positive?", true="a good film", false="a bad film"),
+    "choice among 77 labels": lambda i: LABELS,
+    "filter item": lambda i: LikelihoodQuestion(f"Is this about pets?\nItem: a dog with {i} fleas on the sofa"),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=50)
+    rounds = parser.parse_args().rounds
+    backend = create_backend("local")
+    backend.load()
+    for name, question_for in SHAPES.items():
+        asyncio.run(backend.decide(DecisionRequest(state="warm up", questions={"q": question_for(-1)})))
+        cpu = []
+        for i in range(rounds):
+            request = DecisionRequest(state=f"my card number {i} has not arrived after {i} days", questions={"q": question_for(i)})
+            started = time.process_time()
+            asyncio.run(backend.decide(request))
+            cpu.append(1000 * (time.process_time() - started))
+        cpu.sort()
+        print(f"{name:26} median {statistics.median(cpu):6.1f} ms CPU   p95 {cpu[int(0.95 * len(cpu)) - 1]:6.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
