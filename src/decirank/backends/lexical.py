@@ -7,6 +7,9 @@ The texts of one call are its corpus: a choice's options, or the subjects of
 a call's likelihood questions. So term weights, and with them likelihoods,
 depend on what else the call carries; a model-backed backend does not have
 this property.
+
+A question's labelled examples are ignored: BM25 has nothing to learn them
+with, so a question answers the same with or without them.
 """
 
 from __future__ import annotations

@@ -21,6 +21,19 @@ a string state is sent as it is, any other state as canonical JSON. A
 predicate has no outcome descriptions, so a likelihood question's ``true``
 and ``false`` texts are appended to its instructions.
 
+Labelled examples (:class:`~decirank.types.questions.Example`) have no field
+in the shape either, and a hosted decision model reads instructions, so a
+predicate's or choice's examples are appended to its instructions (after any
+outcome texts) in one deterministic block (:mod:`decirank.backends._examples`)::
+
+    <instructions>
+
+    Labelled examples:
+    - <state as compact JSON> -> <answer as JSON: true, false or "option value">
+
+Decoding lifts a well-formed block at the end of a question's instructions
+back out into the question's examples.
+
 As in :mod:`decirank.backends.systemone`, the codec is I/O-free and
 ``decirank serve`` uses it for its own ``/v1/decisions``.
 """
@@ -35,6 +48,7 @@ from ..types.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAn
 from ..types.limits import ModelLimits
 from ..types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
 from ..errors import InvalidAnswerError, InvalidInputError, RefusalError
+from ._examples import lift_examples, with_examples
 from ._http import HttpBackend, Price, priced_usage, request_id_suffix, wire_probability, wire_token_count
 
 __all__ = [
@@ -54,31 +68,41 @@ WIRE_TYPES = {"likelihood": "predicate", "choice": "choice", "score": "score"}
 def encode_question(question: Question, name: str) -> dict[str, Any]:
     if isinstance(question, LikelihoodQuestion):
         outcomes = [f"{label}: {text}" for label, text in (("True", question.true), ("False", question.false)) if text]
-        instructions = "\n".join([question.instructions, *outcomes])
+        instructions = with_examples("\n".join([question.instructions, *outcomes]), question.examples)
         return {"type": "predicate", "name": name, "instructions": instructions}
     if isinstance(question, ChoiceQuestion):
         choices = [
             {"value": key, "description": description} if description else {"value": key}
             for key, description in question.options.items()
         ]
-        return {"type": "choice", "name": name, "instructions": question.instructions, "choices": choices}
+        instructions = with_examples(question.instructions, question.examples)
+        return {"type": "choice", "name": name, "instructions": instructions, "choices": choices}
     levels = [{"label": level} for level in question.levels]
     return {"type": "score", "name": name, "instructions": question.instructions, "levels": levels}
 
 
 def decode_question(wire: Mapping[str, Any], field_name: str) -> Question:
-    """A wire question as ours; a choice without a description shows its value."""
+    """A wire question as ours; a choice without a description shows its value.
+
+    A well-formed examples block ending a predicate's or choice's instructions becomes its examples.
+    """
     kind = wire.get("type")
     instructions = wire.get("instructions")
+
+    def build(build_question: Any) -> Question:
+        if isinstance(instructions, str):
+            return lift_examples(instructions, build_question)
+        return build_question(instructions, None)
+
     try:
         if kind == "predicate":
-            return LikelihoodQuestion(instructions)
+            return build(lambda text, given: LikelihoodQuestion(text, examples=given))
         if kind == "choice":
             choices = wire.get("choices") or []
             options = {c["value"]: c.get("description") or c["value"] for c in choices}
             if len(options) != len(choices):
                 raise InvalidInputError("choices", "distinct values")
-            return ChoiceQuestion(instructions, options)
+            return build(lambda text, given: ChoiceQuestion(text, options, examples=given))
         if kind == "score":
             levels = wire.get("levels") or []
             return ScoreQuestion(

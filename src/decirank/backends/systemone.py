@@ -14,6 +14,21 @@ choice         ``{"type": "choice", "instructions", "criteria": {key: text}}``  
 score          ``{"type": "score", "instructions", "criteria": [level, ...]}``        ``{"score", "confidence", "legend", "probabilities": {"0": p, ...}}``
 =============  ==========================================================  ==========================================
 
+Labelled examples (:class:`~decirank.types.questions.Example`) have no
+field in the format, and a hosted decision model reads instructions, so a
+likelihood or choice question's examples are sent appended to its
+instructions in one deterministic block (:mod:`decirank.backends._examples`)::
+
+    <instructions>
+
+    Labelled examples:
+    - <state as compact JSON> -> <answer as JSON: true, false or "option key">
+
+Decoding reads them back: a wire question's own ``examples`` list
+(``[{"state", "answer"}]``, which ``decirank serve`` accepts), or else a
+well-formed block at the end of its instructions, which is lifted out of the
+instructions into the question's examples.
+
 The codec functions below have no I/O: the backends here encode questions
 and decode answers, and ``decirank serve`` decodes questions and encodes
 answers with the same functions, so the format is written once.
@@ -39,6 +54,7 @@ from ..types.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAn
 from ..types.limits import ModelLimits
 from ..types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
 from ..errors import InvalidAnswerError, InvalidInputError
+from ._examples import lift_examples, with_examples
 from ._http import HttpBackend, Price, priced_usage, request_id_suffix, wire_probability, wire_token_count
 
 __all__ = [
@@ -61,30 +77,45 @@ WIRE_TYPES = {"likelihood": "noul", "choice": "choice", "score": "score"}
 
 def encode_question(question: Question) -> dict[str, Any]:
     if isinstance(question, LikelihoodQuestion):
-        wire: dict[str, Any] = {"type": "noul", "instructions": question.instructions}
+        instructions = with_examples(question.instructions, question.examples)
+        wire: dict[str, Any] = {"type": "noul", "instructions": instructions}
         criteria = {name: text for name, text in (("true", question.true), ("false", question.false)) if text}
         if criteria:
             wire["criteria"] = criteria
         return wire
     if isinstance(question, ChoiceQuestion):
-        return {"type": "choice", "instructions": question.instructions, "criteria": dict(question.options)}
+        instructions = with_examples(question.instructions, question.examples)
+        return {"type": "choice", "instructions": instructions, "criteria": dict(question.options)}
     return {"type": "score", "instructions": question.instructions, "criteria": list(question.levels)}
 
 
 def decode_question(wire: Mapping[str, Any], field_name: str) -> Question:
-    """A wire question as ours; :class:`InvalidInputError` names ``field_name`` and what is wrong."""
+    """A wire question as ours; :class:`InvalidInputError` names ``field_name`` and what is wrong.
+
+    A noul or choice question's examples are its ``examples`` list if it has one, else a
+    well-formed examples block ending its instructions (see the module's docstring).
+    """
     kind = wire.get("type")
     criteria = wire.get("criteria")
+    instructions, examples = wire.get("instructions"), wire.get("examples")
+
+    def build(build_question: Any) -> Question:
+        # The wire's own examples list, else a block ending the instructions, lifted.
+        if examples is None and isinstance(instructions, str):
+            return lift_examples(instructions, build_question)
+        return build_question(instructions, examples)
+
     try:
         if kind == "noul":
             if criteria is not None and not isinstance(criteria, Mapping):
                 raise InvalidInputError("criteria", 'an object {"true": text, "false": text}', got=criteria)
-            criteria = criteria or {}
-            return LikelihoodQuestion(wire.get("instructions"), true=criteria.get("true"), false=criteria.get("false"))
+            true, false = (criteria or {}).get("true"), (criteria or {}).get("false")
+            return build(lambda text, given: LikelihoodQuestion(text, true=true, false=false, examples=given))
         if kind == "choice":
             if not isinstance(criteria, Mapping):
                 raise InvalidInputError("criteria", "an object {key: description}", got=criteria)
-            return ChoiceQuestion(wire.get("instructions"), dict(criteria))
+            options = dict(criteria)
+            return build(lambda text, given: ChoiceQuestion(text, options, examples=given))
         if kind == "score":
             if not isinstance(criteria, list):
                 raise InvalidInputError("criteria", "a list of levels, lowest first", got=criteria)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..types.questions import DecisionRequest, LikelihoodQuestion
+from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
 from ..decisions.toolcall import ToolCall
 from ._checks import check_count
 
@@ -26,20 +26,31 @@ def questions_per_call(call: ToolCall, requested: int | None) -> int:
     return declared or requested or DEFAULT_QUESTIONS_PER_CALL
 
 
-def likelihood_requests(state: Any, texts: Sequence[str], per_call: int) -> list[DecisionRequest]:
-    """Question ids are the texts' positions; they are never shown to the model."""
+def likelihood_requests(
+    state: Any, texts: Sequence[str], per_call: int, examples: Sequence[Example] = ()
+) -> list[DecisionRequest]:
+    """Question ids are the texts' positions; they are never shown to the model.
+
+    ``examples`` go with every question alike.
+    """
+    examples = tuple(examples)
     return [
         DecisionRequest(
             state=state,
-            questions={str(i): LikelihoodQuestion(texts[i]) for i in range(start, min(start + per_call, len(texts)))},
+            questions={
+                str(i): LikelihoodQuestion(texts[i], examples=examples)
+                for i in range(start, min(start + per_call, len(texts)))
+            },
         )
         for start in range(0, len(texts), per_call)
     ]
 
 
-async def ask_likelihoods(call: ToolCall, state: Any, texts: Sequence[str], per_call: int) -> list[float]:
-    """The probability of each text, in order; any failed call fails them all."""
-    requests = likelihood_requests(state, texts, per_call)
+async def ask_likelihoods(
+    call: ToolCall, state: Any, texts: Sequence[str], per_call: int, examples: Sequence[Example] = ()
+) -> list[float]:
+    """The probability of each text, in order, each question carrying ``examples``; any failed call fails them all."""
+    requests = likelihood_requests(state, texts, per_call, examples)
     responses = await call.ask_all(requests)
     # Every question has a checked answer (check_response), so every slot gets filled.
     probabilities: dict[int, float] = {}

@@ -3,23 +3,48 @@
 Each item is one likelihood question, ``question`` followed by the item, asked
 about ``state``; items whose probability reaches ``min_confidence`` are kept.
 Unlike rank, an item's fate does not depend on the other items.
+
+``examples`` teach the question by labelled items: ``{"item": ..., "answer":
+true/false}`` (the item is shown as items are: its ``describe`` path, else
+the whole item as canonical JSON), ``{"state": <item text>, "answer": ...}``,
+or the name of a stored example set (:mod:`decirank.stores.examples`, whose
+``state`` is the item text). They travel with every item's question as
+:class:`~decirank.types.questions.Example` s whose state is the item's text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._jsonpath import MISSING, resolve_dot_path, to_text
 from .._sync import run_sync
+from ..errors import InvalidInputError
+from ..stores.examples import resolve_examples
+from ..types.questions import Example
 from ..types.answers import Usage
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
-from ._checks import check_instructions, check_items, check_optional_text, check_probability_threshold
+from ._checks import (
+    check_encodable,
+    check_instructions,
+    check_items,
+    check_optional_text,
+    check_probability_threshold,
+)
 from ._likelihoods import ask_likelihoods, check_per_call, questions_per_call
 from .rank import option_texts
 
-__all__ = ["DEFAULT_MIN_CONFIDENCE", "FilterDecision", "FilterResult", "afilter", "filter", "item_question"]
+__all__ = [
+    "DEFAULT_MIN_CONFIDENCE",
+    "FilterDecision",
+    "FilterResult",
+    "afilter",
+    "filter",
+    "item_examples",
+    "item_question",
+]
 
 DEFAULT_MIN_CONFIDENCE = 0.5
 
@@ -74,6 +99,44 @@ def item_question(question: str, item_text: str) -> str:
     return f"{question}\nItem: {item_text}"
 
 
+_EXAMPLES_EXPECTED = (
+    'a list of {"item": ..., "answer": true/false} or {"state": <item text>, "answer": true/false}, '
+    "or the name of a stored example set"
+)
+
+
+def item_examples(examples: Any, describe: str | None) -> tuple[Example, ...]:
+    """The filter's examples as :class:`Example` s whose state is the text the question judges.
+
+    A set name is looked up in the example store; an ``item`` is shown as items are
+    (``describe``'s dot path, else the whole item); a ``state`` is that text already.
+    """
+    examples = resolve_examples(examples, "examples")
+    if examples is None:
+        return ()
+    if isinstance(examples, str | bytes | Mapping) or not isinstance(examples, Sequence):
+        raise InvalidInputError("examples", _EXAMPLES_EXPECTED, got=examples)
+    checked = []
+    for index, example in enumerate(examples):
+        where = f"examples.{index}"
+        if isinstance(example, Example):
+            state, answer = example.state, example.answer
+        elif isinstance(example, Mapping) and set(example) == {"item", "answer"}:
+            value = example["item"] if describe is None else resolve_dot_path(example["item"], describe)
+            if value is MISSING:
+                raise InvalidInputError(f"{where}.item", f"an item with the describe path {describe!r}")
+            state, answer = to_text(value), example["answer"]
+        elif isinstance(example, Mapping) and set(example) == {"state", "answer"}:
+            state, answer = example["state"], example["answer"]
+        else:
+            got = sorted(map(str, example)) if isinstance(example, Mapping) else example
+            raise InvalidInputError(where, 'an object with "item" (or "state") and "answer"', got=got)
+        if not isinstance(answer, bool):
+            raise InvalidInputError(f"{where}.answer", "true or false", got=answer)
+        checked.append(Example(check_encodable(state, f"{where}.state"), answer))
+    return tuple(checked)
+
+
 async def afilter(
     items: Sequence[Any],
     question: str,
@@ -85,10 +148,14 @@ async def afilter(
     timeout: float | None = None,
     max_items_per_call: int | None = None,
     base_url: str | None = None,
+    examples: Sequence[Any] | str | None = None,
 ) -> FilterResult:
     """Keep the items for which ``question`` is likely true, given ``state``.
 
     ``describe`` is a dot path into each item to show (the whole item otherwise).
+    ``examples`` are labelled items the model may learn from: a list of
+    ``{"item": ..., "answer": bool}`` or ``{"state": <item text>, "answer": bool}``,
+    or the name of a stored example set.
     """
     items = check_items(items)
     question = check_instructions(question, "question")
@@ -96,14 +163,20 @@ async def afilter(
     if threshold is None:
         threshold = DEFAULT_MIN_CONFIDENCE
     texts = option_texts(items, check_optional_text(describe, "describe"))
+    given_examples = examples
+    examples = item_examples(examples, describe)
     requested_per_call = check_per_call(max_items_per_call, "max_items_per_call")
     inputs = {"items": items, "question": question, "state": state, "min_confidence": threshold, "describe": describe}
+    if given_examples is not None:
+        inputs["examples"] = [example.to_dict() for example in examples]
+        if isinstance(given_examples, str):
+            inputs["example_set"] = given_examples
     async with ToolCall(
         "filter", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
     ) as call:
         per_call = questions_per_call(call, requested_per_call)
         questions = [item_question(question, text) for text in texts]
-        probabilities = await ask_likelihoods(call, state, questions, per_call) if items else []
+        probabilities = await ask_likelihoods(call, state, questions, per_call, examples) if items else []
         decisions = [
             FilterDecision(item, index, probability, probability >= threshold)
             for index, (item, probability) in enumerate(zip(items, probabilities, strict=True))
@@ -123,6 +196,7 @@ def filter(  # shadows the builtin on purpose: it is the tool's name, and the bu
     timeout: float | None = None,
     max_items_per_call: int | None = None,
     base_url: str | None = None,
+    examples: Sequence[Any] | str | None = None,
 ) -> FilterResult:
     """The sync twin of :func:`afilter`."""
     return run_sync(
@@ -136,4 +210,5 @@ def filter(  # shadows the builtin on purpose: it is the tool's name, and the bu
         timeout=timeout,
         max_items_per_call=max_items_per_call,
         base_url=base_url,
+        examples=examples,
     )
