@@ -374,7 +374,8 @@ class RequestId:
 
 
 def _location(field: str, where: str = "body") -> list[str | int]:
-    return [where, *(int(part) if part.isdigit() else part for part in field.split("."))]
+    # Only ASCII digits are a position: "³".isdigit() is true, and int() refuses it.
+    return [where, *(int(part) if part.isascii() and part.isdigit() else part for part in field.split("."))]
 
 
 def _over_limits(error: DecirankError) -> bool:

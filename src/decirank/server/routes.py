@@ -31,6 +31,7 @@ from ..decisions.decider import Decider
 from ..types.questions import DecisionRequest
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, UnknownModelError
+from ..stores.examples import resolve_examples
 from ..stores.runlog import current_runlog
 from ..tools.filter import afilter
 from ..tools.rank import arank
@@ -207,6 +208,7 @@ async def filter_items(body: wire.FilterRequest, request: Request) -> dict[str, 
         max_items_per_call=body.max_items_per_call,
         model=served_model(body.model, settings),
         timeout=_timeout(request, body.timeout, work=_count(body.items, "items")),
+        examples=body.examples,
     )
     return result.to_dict()
 
@@ -233,14 +235,19 @@ async def _decide(tool: str, model: str, decision: DecisionRequest, request: Req
         return await call.ask(decision)
 
 
+def _systemone_question(qid: str, question: Any) -> Any:
+    """A wire question as ours; its ``examples`` may name an example set stored on this server."""
+    wire_question = question.model_dump(exclude_none=True)
+    if "examples" in wire_question:
+        wire_question["examples"] = resolve_examples(wire_question["examples"], f"questions.{qid}.examples")
+    return systemone_wire.decode_question(wire_question, f"questions.{qid}")
+
+
 @api.post("/v1/systemone", response_model=wire.SystemOneResponse, responses=TOOL_ERRORS, tags=["decisions"])
 async def systemone(body: wire.SystemOneRequest, request: Request) -> dict[str, Any]:
     """Answer typed questions about a state in the System One format."""
     settings = settings_of(request)
-    questions = {
-        qid: systemone_wire.decode_question(question.model_dump(exclude_none=True), f"questions.{qid}")
-        for qid, question in body.questions.items()
-    }
+    questions = {qid: _systemone_question(qid, question) for qid, question in body.questions.items()}
     model = served_model(body.model, settings, unknown_is_default=True)
     response = await _decide("systemone", model, DecisionRequest(body.state, questions), request)
     return {

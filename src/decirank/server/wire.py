@@ -22,6 +22,16 @@ ModelName = Annotated[
 Timeout = Annotated[float | None, Field(gt=0, description="Time budget in seconds for the whole call.")]
 
 
+class Body(BaseModel):
+    """A request body, or part of one: strict, so what the schema does not allow is refused.
+
+    Lax parsing would take ``false`` as the number 0 and ``"5"`` as the count 5,
+    values the OpenAPI document says are not numbers.
+    """
+
+    model_config = ConfigDict(strict=True)
+
+
 class Usage(BaseModel):
     input_tokens: int
     output_tokens: int
@@ -34,7 +44,7 @@ class Usage(BaseModel):
 # --- tools ---------------------------------------------------------------------------------
 
 
-class RankRequest(BaseModel):
+class RankRequest(Body):
     """The input of ``builtin__rank``."""
 
     items: list[Any] = Field(description="The list to rank.")
@@ -65,7 +75,7 @@ class RankResponse(BaseModel):
     run_id: str | None
 
 
-class RerankRequest(BaseModel):
+class RerankRequest(Body):
     """Cohere's rerank request, plus decirank's ``min_relevance`` and ``timeout``."""
 
     query: str
@@ -89,7 +99,7 @@ class RerankResponse(BaseModel):
     meta: dict[str, Any]
 
 
-class FilterRequest(BaseModel):
+class FilterRequest(Body):
     items: list[Any]
     question: str = Field(description="The yes/no question asked of each item.")
     state: Any
@@ -98,6 +108,11 @@ class FilterRequest(BaseModel):
     max_items_per_call: int | None = Field(None, ge=1)
     model: ModelName = None
     timeout: Timeout = None
+    examples: list[dict[str, Any]] | str | None = Field(
+        None,
+        description='Labelled items: [{"item": ..., "answer": true/false}] (shown as items are) or '
+        '[{"state": <item text>, "answer": ...}], or the name of an example set stored on this server.',
+    )
 
 
 class FilterDecision(BaseModel):
@@ -119,7 +134,7 @@ class FilterResponse(BaseModel):
     run_id: str | None
 
 
-class ScoreListRequest(BaseModel):
+class ScoreListRequest(Body):
     """The input of ``score_list``: refs are resolved to text in this server's artifact store."""
 
     refs: list[str | dict[str, Any]] | str = Field(
@@ -156,24 +171,35 @@ class ScoreListResponse(BaseModel):
 # --- System One ----------------------------------------------------------------------------
 
 
-class NoulCriteria(BaseModel):
+class NoulCriteria(Body):
     true: str | None = Field(None, description="What a true statement means.")
     false: str | None = Field(None, description="What a false statement means.")
 
 
-class NoulQuestion(BaseModel):
+QuestionExamples = Annotated[
+    list[dict[str, Any]] | str | None,
+    Field(
+        description='Labelled examples: [{"state": ..., "answer": ...}] (true/false for noul, an option key for '
+        "choice), or the name of an example set stored on this server.",
+    ),
+]
+
+
+class NoulQuestion(Body):
     type: Literal["noul"]
     instructions: str
     criteria: NoulCriteria | None = None
+    examples: QuestionExamples = None
 
 
-class ChoiceQuestion(BaseModel):
+class ChoiceQuestion(Body):
     type: Literal["choice"]
     instructions: str
     criteria: dict[str, str] = Field(min_length=2, max_length=255, description="Option key to its description.")
+    examples: QuestionExamples = None
 
 
-class ScoreQuestion(BaseModel):
+class ScoreQuestion(Body):
     type: Literal["score"]
     instructions: str
     criteria: list[str] = Field(min_length=2, max_length=10, description="Levels, lowest first.")
@@ -182,7 +208,7 @@ class ScoreQuestion(BaseModel):
 SystemOneQuestion = Annotated[NoulQuestion | ChoiceQuestion | ScoreQuestion, Field(discriminator="type")]
 
 
-class SystemOneRequest(BaseModel):
+class SystemOneRequest(Body):
     model: str | None = Field(
         None,
         description="A model this server runs (local, lexical, a role); any other name, such as a hosted "
@@ -201,41 +227,52 @@ class SystemOneResponse(BaseModel):
 # --- OpenAI's Decisions shape --------------------------------------------------------------
 
 
-class InputPart(BaseModel):
-    type: Literal["input_text", "input_image"]
-    text: str | None = None
+class InputText(Body):
+    type: Literal["input_text"]
+    text: str
 
 
-class InputMessage(BaseModel):
+class InputImage(Body):
+    """Part of the shape, so that refusing it (decision models here read no images) names where it is."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["input_image"]
+
+
+InputPart = Annotated[InputText | InputImage, Field(discriminator="type")]
+
+
+class InputMessage(Body):
     role: Literal["user"]
     type: Literal["message"] | None = None
     content: str | list[InputPart]
 
 
-class PredicateQuestion(BaseModel):
+class PredicateQuestion(Body):
     type: Literal["predicate"]
     name: str | None = None
     instructions: str
 
 
-class Choice(BaseModel):
+class Choice(Body):
     value: str
     description: str | None = None
 
 
-class DecisionChoiceQuestion(BaseModel):
+class DecisionChoiceQuestion(Body):
     type: Literal["choice"]
     name: str | None = None
     instructions: str
     choices: list[Choice] = Field(min_length=2, max_length=255)
 
 
-class Level(BaseModel):
+class Level(Body):
     label: str
     description: str | None = None
 
 
-class DecisionScoreQuestion(BaseModel):
+class DecisionScoreQuestion(Body):
     type: Literal["score"]
     name: str | None = None
     instructions: str
@@ -247,7 +284,7 @@ DecisionQuestion = Annotated[
 ]
 
 
-class DecisionsRequest(BaseModel):
+class DecisionsRequest(Body):
     model: str = Field(description="A model this server runs; any other name is answered by the server's own model.")
     input: str | list[InputMessage]
     questions: list[DecisionQuestion] = Field(min_length=1)
