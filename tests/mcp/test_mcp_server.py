@@ -61,7 +61,7 @@ def test_lists_the_four_tools_with_documented_schemas_and_read_only_hints():
         "query", "documents", "top_k", "min_relevance", "model"
     }
     assert set(tools["builtin__filter"].input_schema["properties"]) == {
-        "items", "question", "state", "min_confidence", "describe", "model"
+        "items", "question", "state", "min_confidence", "describe", "examples", "model"
     }
     score_list = tools["builtin__score_list"]
     assert {"refs", "evaluator", "top_k", "max_concurrency"} <= set(score_list.input_schema["properties"])

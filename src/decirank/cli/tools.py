@@ -146,9 +146,21 @@ def filter_command(
     model: ModelOption = "decider",
     base_url: BaseUrlOption = None,
     timeout: TimeoutOption = None,
+    examples: Annotated[
+        str | None,
+        typer.Option(
+            "--examples",
+            metavar="FILE|NAME",
+            help='Labelled items: a JSON or JSON Lines file of {"item": ..., "answer": true/false} '
+            '(or {"state": <item text>, "answer": ...}), - for stdin, or a set stored with decirank examples add.',
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Keep the items for which a yes/no question is likely true (the decide gate)."""
+    from .examples import examples_value
+
+    examples_given = examples_value(examples)
     result = filter_items(
         read_json_list(items, "items"),
         question,
@@ -158,6 +170,7 @@ def filter_command(
         model=model,
         base_url=base_url,
         timeout=timeout,
+        examples=examples_given,
     )
     data = result.to_dict()
     if as_json:

@@ -115,6 +115,7 @@ async def _run_filter(arguments: dict[str, Any], *, allow_exec: bool) -> dict[st
         min_confidence=arguments.get("min_confidence", DEFAULT_MIN_CONFIDENCE),
         describe=arguments.get("describe"),
         model=_model_argument(arguments),
+        examples=arguments.get("examples"),
     )
     return result.to_dict()
 
@@ -269,7 +270,8 @@ FILTER = ToolSpec(
         "Each item is one likelihood question (the question, then the item's describe field or the whole "
         "item) asked about state; items whose probability reaches min_confidence (default 0.5) are kept. "
         "items and dropped keep the input order, and decisions carries every item's probability. An item's "
-        "fate does not depend on the other items; to order a list, use builtin__rank."
+        "fate does not depend on the other items; to order a list, use builtin__rank. examples (labelled items, "
+        "or a stored example set's name) teach a model that learns from them what the question means."
     ),
     input_schema=_object(
         {
@@ -283,6 +285,26 @@ FILTER = ToolSpec(
                 "description": "Keep items at least this likely; default 0.5",
             },
             "describe": {"type": "string", "description": "Dot path into each item to show, e.g. title or meta.date"},
+            "examples": {
+                "description": (
+                    'Labelled items that teach the question: [{"item": ..., "answer": true|false}] (each item shown '
+                    'as items are) or [{"state": "<item text>", "answer": ...}], or the name of a stored example set'
+                ),
+                "anyOf": [
+                    {
+                        "type": "array",
+                        "items": {
+                            "anyOf": [
+                                _object({"item": _ANY, "answer": {"type": "boolean"}}, ["item", "answer"], closed=True),
+                                _object(
+                                    {"state": _ANY, "answer": {"type": "boolean"}}, ["state", "answer"], closed=True
+                                ),
+                            ]
+                        },
+                    },
+                    {"type": "string"},
+                ],
+            },
             "model": _MODEL,
         },
         ["items", "question", "state"],
