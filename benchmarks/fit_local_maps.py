@@ -9,7 +9,8 @@ beside the constants fitted on every row; those constants are the ones in
 
 - topic yes/no: "Is the customer asking about <intent>?", half true; Platt map on the
   topic's log-probability against the background topics; 5 folds over intents.
-- true/false descriptions: SST-2 with "a positive movie review" / "a negative movie review";
+- true/false descriptions: SST-2 with "a positive movie review" / "a negative movie review",
+  averaged with the question's own contrast ("... positive?" / "... negative?");
   the slope of a map with no offset, by log loss; 5 folds over rows.
 - a choice among labels: softmax sharpness by log loss over the 77 intents.
 - none of these: 20 intents held out of the options, 10 random splits, each scored by a
@@ -79,8 +80,11 @@ def main() -> None:
     sst = [json.loads(line) for line in open(data / "sst2-train.jsonl")]
     S = vectors([row["text"] for row in sst])
     positive = np.array([row["label"] == "positive" for row in sst]).astype(int)
-    true, false = vectors(["a positive movie review", "a negative movie review"])
-    contrast = S @ true - S @ false
+    true, false, asked, opposite = vectors(
+        ["a positive movie review", "a negative movie review", "Is this movie review positive?", "Is this movie review negative?"]
+    )
+    # The descriptions' contrast and the question's contrast with its opposite, averaged, as the model reads them.
+    contrast = (S @ true - S @ false + S @ asked - S @ opposite) / 2
     slopes = np.arange(5, 60, 0.5)
 
     def best_slope(rows: np.ndarray) -> float:
@@ -146,7 +150,7 @@ def main() -> None:
             r = np.random.default_rng(seed)
             train = np.concatenate([r.choice(np.flatnonzero(positive == k), 16, replace=False) for k in (0, 1)])
             test = np.setdiff1d(np.arange(len(sst)), train)
-            features = np.concatenate([S, 22.3 * contrast[:, None]], 1)
+            features = np.concatenate([S, 30.0 * contrast[:, None]], 1)
             head = LogisticRegression(C=c, max_iter=2000).fit(features[train], positive[train])
             scores.append((head.predict(features[test]) == positive[test]).mean())
         print(f"few-shot yes/no, 16 per label, C={c}: held-out accuracy {np.mean(scores):.3f}")

@@ -58,13 +58,14 @@ def test_a_topic_question_about_the_state():
 
 def test_true_and_false_descriptions_are_read_as_a_contrast():
     def ask(state, true, false):
-        question = LikelihoodQuestion("Is this movie review positive?", true=true, false=false)
+        question = LikelihoodQuestion("Does the reviewer recommend the film?", true=true, false=false)
         return decide(state, q=question)["q"].probability
 
     good, bad = "a good film", "a bad film"
     assert ask("a moving, funny and beautifully acted film", good, bad) > 0.5
     assert ask("a dull, lifeless mess that wastes its cast", good, bad) < 0.5
-    # Swapping the descriptions swaps the answer: the map has no offset favouring either wording.
+    # Swapping the descriptions swaps the answer: the map has no offset favouring either wording
+    # (the question turns on no polar word, so the descriptions are the only contrast).
     text = "an uneven film with a few fine moments"
     assert ask(text, good, bad) + ask(text, bad, good) == pytest.approx(1.0, abs=1e-9)
 

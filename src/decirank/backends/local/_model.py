@@ -220,8 +220,8 @@ class ShapeMaps:
     #: from a softmax over the asked topic and generic background topics (:func:`topic_log_probabilities`)
     topic_slope: float
     topic_offset: float
-    #: true/false descriptions: sigmoid(contrast_slope * (cos(text, true) - cos(text, false))); no offset,
-    #: so a text as close to either description is an even call whatever the wording
+    #: true/false descriptions: sigmoid(contrast_slope * (cos(text, true) - cos(text, false))), averaged
+    #: over the contrasts a question offers; no offset, so a text as close to either side is an even call
     contrast_slope: float
     #: a choice among labels: softmax(label_sharpness * cos(text, label))
     label_sharpness: float
@@ -234,7 +234,7 @@ class ShapeMaps:
 MAPS = ShapeMaps(
     topic_slope=1.891,
     topic_offset=2.674,
-    contrast_slope=22.0,
+    contrast_slope=30.0,
     label_sharpness=16.5,
     none_top=-5.43,
     none_margin=-3.84,
@@ -319,12 +319,13 @@ class LocalModel:
             raise InvalidInputError("state", "a state (or an item in the question) for the question to judge")
         if state_text and instructions and refers_to_state(asked):
             return _Plan(PASSAGE, [state_text], [text], example_texts=examples)
-        if isinstance(question, LikelihoodQuestion) and question.true and question.false:
-            return _Plan(CONTRAST, [question.true, question.false], [text], example_texts=examples)
+        # Contrasts the text is judged by: the true/false descriptions, and the question against its
+        # opposite when it turns on a polar word; the mean of several wordings is steadier than any one.
         described = isinstance(question, LikelihoodQuestion) and (question.true or question.false)
-        polar = None if described else polar_contrast(asked)
-        if polar is not None:
-            return _Plan(CONTRAST, list(polar), [text], example_texts=examples)
+        pairs = [question.true, question.false] if described and question.true and question.false else []
+        pairs += list(polar_contrast(asked) or ())
+        if pairs:
+            return _Plan(CONTRAST, pairs, [text], example_texts=examples)
         topic = question_topic(asked)
         if described and not question.false:
             topic = question.true or topic
@@ -422,8 +423,9 @@ class LocalModel:
         if plan.shape == PASSAGE:
             logits = self.variant.slope * self._fused(vectors, plan.queries[0], subjects) + self.variant.offset
         elif plan.shape == CONTRAST:
-            true, false = plan.queries
-            logits = MAPS.contrast_slope * (vectors.cosines(true, subjects) - vectors.cosines(false, subjects))
+            pairs = zip(plan.queries[::2], plan.queries[1::2], strict=True)
+            contrasts = [vectors.cosines(true, subjects) - vectors.cosines(false, subjects) for true, false in pairs]
+            logits = MAPS.contrast_slope * np.mean(contrasts, axis=0)
         else:
             logits = MAPS.topic_slope * topic_log_probabilities(vectors.of(subjects), plan.queries[0]) + MAPS.topic_offset
         return logits if plan.subjects is not subjects or len(subjects) != 1 else float(logits[0])
