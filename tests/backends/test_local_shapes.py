@@ -158,8 +158,9 @@ def test_questions_that_point_at_the_state():
 
 @pytest.mark.parametrize(
     ("key", "description", "expected"),
-    [("none", "", True), ("x", "None of these", True), ("x", "Other", True), ("x", "nonetheless", False),
-     ("x", "card arrival", False)],
+    [("none", "", True), ("x", "None of these", True), ("x", "Other", True), ("x", "none of the above fits.", True),
+     ("x", "nonetheless", False), ("x", "card arrival", False),
+     ("x", "Other things like decorative scoring will also increase the cost.", False)],
 )  # fmt: skip
 def test_none_options(key, description, expected):
     assert is_none_option(key, description) is expected

@@ -93,9 +93,11 @@ def refers_to_state(question: str) -> bool:
     return _REFERS_TO_STATE.search(question) is not None
 
 
+# The whole description must say "nothing fits": a passage that merely starts with "Other ..." is an option.
 _NONE_OPTION = re.compile(
-    r"^\s*(?:none|nothing|no (?:option|answer|match|label|category)|other|not listed"
-    r"|none of (?:these|the above|them|the options))\b",
+    r"^\s*(?:(?:none|nothing)(?:\s+of\s+(?:these|those|them|the\s+above|the\s+options|the\s+others))?"
+    r"|no\s+(?:option|answer|match|label|category|item)|other|something\s+else|not\s+listed)"
+    r"(?:\s+(?:fits?|applies|apply|matches|match|is\s+right))?\s*[.!]?\s*$",
     re.IGNORECASE,
 )
 
