@@ -232,3 +232,8 @@ def test_a_two_option_model_ranks_a_pair_and_refuses_longer_lists():
         assert decirank.rank(["a", "b"], "Which?", {}, model=model).items == ["b", "a"]
         with pytest.raises(LimitExceededError, match="at least 3 options"):
             decirank.rank(["a", "b", "c"], "Which?", {}, model=model)
+
+
+def test_a_state_utf8_cannot_encode_is_refused_by_field():
+    with pytest.raises(InvalidInputError, match="state"):
+        decirank.rank(["a", "b"], "Which one?", {"q": "\ud800"}, model="lexical")

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from ..errors import InvalidInputError, error_record
+from ..errors import DecisionTimeoutError, InvalidInputError, error_record
 from ..stores.cache import DecisionCache, current_cache
 from ..stores.runlog import RunLog, current_parent_run, current_runlog, new_run_id, summarize
 from ..types.answers import DecisionResponse, Usage
@@ -93,6 +93,8 @@ class ToolCall:
         self._outputs: Any = None
         self._answered_by: list[str] = []
         self._decisions = 0
+        #: Decisions asked that were answered, for a timeout to say how far the call got.
+        self._answered = 0
         self._budget = Budget.unlimited()
         self._runlog: RunLog | None = None
         self._cache: DecisionCache | None = None
@@ -123,6 +125,13 @@ class ToolCall:
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, error: BaseException | None, _: object) -> None:
+        if isinstance(error, DecisionTimeoutError) and error.asked is None:
+            # The same timeout, saying how much of the call's work was done when it struck.
+            counted = DecisionTimeoutError(
+                error.timeout, what=error.what, finished=self._answered, asked=self._decisions
+            )
+            self._close_run("failed", counted)
+            raise counted from error
         if error is None:
             self._close_run("success", None)
         elif isinstance(error, anyio.get_cancelled_exc_class() | KeyboardInterrupt):
@@ -164,6 +173,7 @@ class ToolCall:
             on_attempt=lambda attempt: self._record_attempt(decision, attempt),
             cache=self._cache,
         )
+        self._answered += 1
         if response.model not in self._answered_by:
             self._answered_by.append(response.model)
         return response

@@ -21,7 +21,7 @@ from ..decisions.decider import DEFAULT_ROLE
 from ..types.questions import ChoiceQuestion, DecisionRequest
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, LimitExceededError
-from ._checks import check_instructions, check_items, check_optional_text, check_top_k
+from ._checks import check_encodable, check_instructions, check_items, check_optional_text, check_top_k
 
 __all__ = ["RankResult", "RankedItem", "arank", "rank"]
 
@@ -115,6 +115,7 @@ def plan_rank(
     describe = check_optional_text(describe, "describe")
     none = check_optional_text(none, "none")
     top_k = check_top_k(top_k, allow_zero=False)
+    state = check_encodable(state, "state")
     return _Plan(
         items=items,
         option_texts=option_texts(items, describe),
