@@ -198,3 +198,35 @@ def test_streamable_http_transport_serves_the_same_tools():
         names, result = anyio.run(main)
     assert "builtin__rank" in names
     assert not result.is_error and result.structured_content["items"][0] == "flea eggs"
+
+
+def test_filter_takes_examples_as_a_list_or_a_stored_set(isolated_user_dir):
+    """builtin__filter's examples teach the embedded model; a set name is looked up in the server's store."""
+    from decirank.stores.examples import ExampleStore
+    from decirank.stores.runlog import current_runlog
+    from tests.tools.test_filter_examples import EXAMPLES, ITEMS
+
+    ExampleStore().put("tiny", [{"state": "dog", "answer": True}, {"state": "car", "answer": False}])
+
+    async def scenario(client: Client):
+        taught = await client.call_tool("builtin__filter", {
+            "items": ITEMS, "question": "Does it match?", "state": None, "examples": EXAMPLES,
+        })
+        named = await client.call_tool("builtin__filter", {
+            "items": ["cat"], "question": "Pet?", "state": None, "examples": "tiny", "model": "lexical",
+        })
+        unknown = await client.call_tool("builtin__filter", {
+            "items": ["cat"], "question": "Pet?", "state": None, "examples": "dogs", "model": "lexical",
+        })
+        return taught, named, unknown
+
+    taught, named, unknown = with_stdio_client(scenario)
+    assert not taught.is_error, taught.content
+    kept = taught.structured_content["items"]
+    assert kept == ["my cat sleeps all day", "our puppy chews shoes", "a hamster in a wheel"]
+    assert not named.is_error, named.content
+    inputs = current_runlog().run(named.structured_content["run_id"])["inputs"]
+    assert inputs["example_set"] == "tiny" and inputs["examples"][0] == {"state": "dog", "answer": True}
+    assert unknown.is_error
+    assert unknown.content[0].text.startswith("InvalidInputError: examples:")
+    assert "known sets: tiny" in unknown.content[0].text

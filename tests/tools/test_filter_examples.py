@@ -58,11 +58,14 @@ def test_every_items_question_carries_the_examples_rendered_like_items():
         Example("fish", True),
     ]
     with use_backend(backend) as model:
-        result = decirank.filter(items, "Is it a pet?", {"site": "vet"}, describe="title", examples=examples, model=model)
+        result = decirank.filter(
+            items, "Is it a pet?", {"site": "vet"}, describe="title", examples=examples, model=model
+        )
     expected = (Example("dogs", True), Example("bikes", False), Example("fish", True))
     (request,) = backend.requests
     assert [q.examples for q in request.questions.values()] == [expected, expected]
-    assert [q.instructions for q in request.questions.values()] == ["Is it a pet?\nItem: cats", "Is it a pet?\nItem: cars"]
+    instructions = [q.instructions for q in request.questions.values()]
+    assert instructions == ["Is it a pet?\nItem: cats", "Is it a pet?\nItem: cars"]
     inputs = current_runlog().run(result.run_id)["inputs"]
     assert inputs["examples"] == [e.to_dict() for e in expected]
     assert "example_set" not in inputs
