@@ -33,6 +33,7 @@ from .errors import (
     UnknownModelError,
 )
 from .stores.artifacts import ArtifactStore, Stamp
+from .stores.examples import ExampleStore
 from .tools.filter import FilterDecision, FilterResult, afilter, filter
 from .tools.rank import RankedItem, RankResult, arank, rank
 from .tools.rerank import RerankedDocument, RerankResult, arerank, rerank
@@ -58,6 +59,7 @@ __all__ = [
     "DecisionResponse",
     "DecisionTimeoutError",
     "Example",
+    "ExampleStore",
     "FilterDecision",
     "FilterResult",
     "InvalidAnswerError",
