@@ -195,6 +195,48 @@ async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
     return {"id": result.run_id, "results": results, "meta": meta}
 
 
+@api.post(
+    "/v2/rerank",
+    response_model=wire.RerankV2Response,
+    response_model_exclude_none=True,
+    responses=TOOL_ERRORS,
+    tags=["tools"],
+)
+async def rerank_v2(body: wire.RerankV2Request, request: Request) -> dict[str, Any]:
+    """Score each document's relevance to the query; Cohere's v2 shapes, for ``cohere.ClientV2``.
+
+    ``model`` is required as in Cohere's API; a name this server does not run (``rerank-v3.5``)
+    is answered by the server's model, named in ``meta.model``.
+    """
+    settings = settings_of(request)
+    result = await arerank(
+        body.query,
+        [{"id": index, "text": document} for index, document in enumerate(body.documents)],
+        top_k=body.top_n,
+        min_relevance=body.min_relevance,
+        model=served_model(body.model, settings, unknown_is_default=True),
+        timeout=_timeout(request, body.timeout, work=_count(body.documents, "documents")),
+    )
+    warnings = []
+    if body.max_tokens_per_doc is not None:
+        warnings.append("max_tokens_per_doc is not applied: each model reads a document up to its own context")
+    if body.relevant_spans is not None and body.relevant_spans.mode == "enabled":
+        warnings.append("relevant_spans are not returned by decirank's models")
+    usage = result.usage
+    meta = {
+        "api_version": {"version": "2"},
+        "tokens": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        "warnings": warnings or None,
+        "model": result.model,
+        "usage": usage.to_dict(),
+    }
+    return {
+        "id": result.run_id,
+        "results": [{"index": entry.id, "relevance_score": entry.relevance_score} for entry in result.results],
+        "meta": {key: value for key, value in meta.items() if value is not None},
+    }
+
+
 @api.post("/v1/filter", response_model=wire.FilterResponse, responses=TOOL_ERRORS, tags=["tools"])
 async def filter_items(body: wire.FilterRequest, request: Request) -> dict[str, Any]:
     """Keep the items for which a yes/no question is likely true (the decide gate)."""

@@ -99,6 +99,44 @@ class RerankResponse(BaseModel):
     meta: dict[str, Any]
 
 
+class RelevantSpans(Body):
+    """Cohere v2's ``relevant_spans`` option: accepted, never answered (a warning in ``meta`` says so)."""
+
+    mode: Literal["enabled", "disabled"]
+    threshold: float | None = None
+    max_spans: int | None = None
+
+
+class RerankV2Request(Body):
+    """Cohere's v2 rerank request (documents are strings), plus decirank's ``min_relevance`` and ``timeout``."""
+
+    model: str = Field(
+        description="A role or a model this server runs; any other name (a Cohere model's) is answered by "
+        "the server's model."
+    )
+    query: str
+    documents: list[str] = Field(description="The texts to score against the query.")
+    top_n: int | None = Field(None, ge=0, description="Keep only the best n (0 or null keeps all).")
+    max_tokens_per_doc: int | None = Field(
+        None, ge=1, description="Accepted for Cohere clients; each model reads a document up to its own context."
+    )
+    relevant_spans: RelevantSpans | None = None
+    priority: int | None = Field(None, description="Accepted for Cohere clients; requests are served in order.")
+    min_relevance: float | None = Field(None, ge=0, le=1, description="Drop documents scored below this.")
+    timeout: Timeout = None
+
+
+class RerankV2Result(BaseModel):
+    index: int = Field(description="The document's position in the request.")
+    relevance_score: float
+
+
+class RerankV2Response(BaseModel):
+    id: str | None
+    results: list[RerankV2Result]
+    meta: dict[str, Any]
+
+
 class FilterRequest(Body):
     items: list[Any]
     question: str = Field(description="The yes/no question asked of each item.")
