@@ -62,7 +62,7 @@ def test_topical_noul_from_the_command_line(intents):
     [
         (["missing.jsonl"], "does not exist"),
         (["BAD", "-m", "lexical"], "line 2"),
-        (["DATA", "--options", "OPTIONS", "--none", "other", "-m", "lexical"], "unknown label 'pin_blocked'"),
+        (["DATA", "--type", "noul", "--options", "OPTIONS", "-m", "lexical"], "unknown label 'pin_blocked'"),
         (["DATA", "--examples", "11", "-m", "lexical"], "at most 10 examples per label"),
         (["DATA", "-m", "nosuchprovider:x"], "unknown model"),
         (["DATA", "--type", "yesno"], "Invalid value for '--type'"),

@@ -145,14 +145,17 @@ def test_hold_out_is_seeded_and_its_rows_belong_on_none():
 
 
 def test_out_of_scope_rows_need_a_none_option_and_options_must_be_known():
-    """Labels missing from the options need --none; an option that is no label of the data is refused."""
+    """Labels missing from the options need --none; a yes/no option that is no label of the data is refused."""
     with pytest.raises(InvalidInputError, match="none"):
         build_task(INTENT_ROWS, options=["card_arrival", "exchange_rate"])
     described = {"card_arrival": "card not here yet", "exchange_rate": "rates"}
     task = build_task(INTENT_ROWS, options=described, none="other")
     assert task.out_of_scope == 20 and task.options == {**described, "none": "other"}
     with pytest.raises(InvalidInputError, match="unknown label 'pin_blocked'"):
-        build_task(INTENT_ROWS, options=["card_arrival", "pin_blocked"], none="other")
+        build_task(INTENT_ROWS, type="noul", options=["card_arrival", "pin_blocked"])
+    # A choice may offer options no row has: rows of another domain are all out of scope.
+    task = build_task(INTENT_ROWS, options=["card_arrival", "pin_blocked"], none="other")
+    assert "pin_blocked" in task.options
     with pytest.raises(InvalidInputError, match="hold_out"):
         build_task(INTENT_ROWS, none="other", hold_out=4)
     with pytest.raises(InvalidInputError, match="none"):

@@ -367,7 +367,9 @@ def build_task(
     if options is not None:
         options = check_options(list(options) if isinstance(options, tuple) else options)
         unknown = [label for label in options if label not in groups]
-        if unknown:
+        # A choice may offer options no row has (every row of another domain is out of scope);
+        # a yes/no question about a label the data never uses could never be true.
+        if unknown and type != "choice":
             raise InvalidInputError(
                 "options", "labels that occur in the data", detail=f"unknown label {unknown[0]!r}"
             )
