@@ -19,6 +19,7 @@ import anyio
 from ..errors import DecisionTimeoutError, InvalidInputError, error_record
 from ..stores.cache import DecisionCache, current_cache
 from ..stores.runlog import RunLog, current_parent_run, current_runlog, new_run_id, summarize
+from ..tracing import ToolSpan, start_tool_span
 from ..types.answers import DecisionResponse, Usage
 from .budget import Budget
 from .decider import DEFAULT_ROLE, Decider
@@ -98,6 +99,7 @@ class ToolCall:
         self._budget = Budget.unlimited()
         self._runlog: RunLog | None = None
         self._cache: DecisionCache | None = None
+        self._span: ToolSpan | None = None
         self._started = 0.0
         self._clock = 0.0
 
@@ -114,6 +116,8 @@ class ToolCall:
                 parent_id=current_parent_run(),
             )
         try:
+            # The OpenTelemetry span, when tracing is on (decirank.tracing); None costs nothing.
+            self._span = start_tool_span(self.tool, run_id=self.run_id, role=self.model, inputs=self._inputs)
             # Resolving first means an unknown model fails before any work is done.
             if self.model is not None:
                 self.decider = Decider.resolve(self.model, **self._backend_options)
@@ -140,6 +144,8 @@ class ToolCall:
             self._close_run("failed", error)
 
     def _close_run(self, status: str, error: BaseException | None) -> None:
+        if self._span is not None:
+            self._span.end(status, error, usage=self.usage, models=", ".join(self._answered_by) or None)
         if self._runlog is None:
             return
         self._runlog.finish_run(
@@ -184,6 +190,8 @@ class ToolCall:
 
     def _record_attempt(self, decision: int, attempt: Attempt) -> None:
         self.usage = self.usage + attempt.usage
+        if self._span is not None:
+            self._span.model_call(decision, attempt)
         if self._runlog is None:
             return
         self._runlog.record_model_call(
