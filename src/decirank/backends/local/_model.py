@@ -249,7 +249,7 @@ TOPIC_TEMPERATURE = 10.0
 TOPIC_SYNONYM_COSINE = 0.6
 
 
-def topic_log_probabilities(text_vectors: np.ndarray, topic: str) -> np.ndarray:
+def topic_log_probabilities(text_vectors: np.ndarray, topic: str, temperature: float = TOPIC_TEMPERATURE) -> np.ndarray:
     """log P(topic) for each text in a softmax over the topic and the background topics.
 
     A raw cosine to a one-word topic is small even for a text plainly about it
@@ -259,8 +259,8 @@ def topic_log_probabilities(text_vectors: np.ndarray, topic: str) -> np.ndarray:
     vectors = _runtime.dense_vectors([topic, *BACKGROUND_TOPICS], None)[0].astype(np.float64)
     asked, background = vectors[0], vectors[1:]
     background = background[background @ asked <= TOPIC_SYNONYM_COSINE]
-    scores = TOPIC_TEMPERATURE * (np.asarray(text_vectors, dtype=np.float64) @ asked)
-    others = TOPIC_TEMPERATURE * (np.asarray(text_vectors, dtype=np.float64) @ background.T)
+    scores = temperature * (np.asarray(text_vectors, dtype=np.float64) @ asked)
+    others = temperature * (np.asarray(text_vectors, dtype=np.float64) @ background.T)
     return scores - np.logaddexp(scores, np.logaddexp.reduce(others, axis=1))
 
 
