@@ -1,36 +1,44 @@
-"""The embedded decision model: two encoders, one similarity, three kinds of answer.
+"""The embedded decision model: two encoders, and one map from similarity to probability per question shape.
 
-Similarity of a subject text to a query text::
+A bi-encoder compares meanings; it does not follow instructions. So each
+question is first given a *shape* (``LocalModel._plan``), which says what is
+compared with what and how the similarity becomes a probability:
 
-    s = DENSE * cosine(MiniLM(query), MiniLM(subject))
-      + SPARSE * SPLADE(query) . SPLADE(subject) / |SPLADE(query)|
+- **passage** (rank and rerank: a query judged against passages; any question
+  with a leading frame such as "This note bears on the request: <doc>"): the
+  state against each passage with both encoders fused::
 
-The SPLADE dot product is divided by the query vector's length so that long
-and short queries give similarities on one scale; that depends on the query
-alone, never on the other subjects of a call.
+      s = DENSE * cosine(MiniLM(query), MiniLM(subject))
+        + SPARSE * SPLADE(query) . SPLADE(subject) / |SPLADE(query)|
 
-The query is the state. A question's instructions only stand in for an empty
-state: a bi-encoder compares meanings and does not follow instructions, and on
-DL19 adding "Which passage best answers the question?" to the state costs
-MiniLM 0.05 nDCG@10 and SPLADE 0.02, since those words match every passage alike.
+  likelihood ``sigmoid(slope * s + offset)``, choice ``softmax(sharpness * s)``,
+  chosen on TREC DL19 (fusion weight by nDCG@10, Platt map by log loss against
+  "grade 2 or more", each validated by 2-fold cross-validation over its queries).
+  The query is the state; the instructions only stand in for an empty state
+  (on DL19 adding "Which passage best answers the question?" costs 0.05 nDCG@10).
+- **topic** (a yes/no question about a text: the filter tool's item, else the
+  state): the text against the question's topic ("Is this about pets?" ->
+  "pets"), as a softmax over the topic and generic background topics, Platt-mapped.
+- **contrast** (``true``/``false`` descriptions, or a question turning on one
+  polar word): the mean, over the pairs, of cos(text, true side) - cos(text, false side).
+- **labels** (a choice whose options are short): the state against each label,
+  MiniLM alone (SPLADE's term matches hurt short texts), ``softmax``.
+- **items** (a choice among short items with no state: "Which one is about
+  pets?"): each item's topic likelihood, shared out among them.
+- **none of these** (an option keyed ``none`` or described as such) gets the
+  probability that no option fits, from evidence (``_choice``), never from the
+  similarity to the words "none of these".
+- **examples** on a question fit a few-shot head on the frozen MiniLM vectors
+  (``_fewshot``).
 
-- likelihood: ``sigmoid(slope * s + offset)`` of the question's subject (see
-  ``_text.split_question``: a trailing labelled block such as the filter tool's
-  "Item: ...", else the text after a leading frame such as the rerank tool's
-  "This note bears on the request: "). The optional true/false descriptions
-  are not read: they restate the question, and what separates them is a
-  negation, which a bi-encoder cannot read.
-- choice: ``softmax(sharpness * s)`` over the options.
-- score: a binomial over the ordered levels whose mean is the likelihood of
-  the question's subject. Level labels ("meets half of the criterion") carry
-  no content a bi-encoder can match against the state, while a binomial keeps
-  the levels ordered and unimodal and its expected level equal to the
-  likelihood (``normalized_score == p``).
+A score question is answered as a binomial over its ordered levels whose mean
+is the likelihood of its shape: level labels carry nothing a bi-encoder can
+match, while a binomial keeps the levels ordered and its expected level equal
+to the likelihood (``normalized_score == p``).
 
-The weights and maps were chosen on TREC DL19 (the fusion weight by nDCG@10,
-the Platt map by log loss against "grade 2 or more", the sharpness by the
-probability given to relevant passages), each choice validated by 2-fold
-cross-validation over its 43 queries and then fitted on all of them.
+The maps of the shapes other than passages (``MAPS``) are fitted on Banking77
+and SST-2 by ``benchmarks/fit_local_maps.py``, which prints each one's
+held-out figure beside the fitted constants.
 """
 
 from __future__ import annotations
