@@ -175,3 +175,13 @@ def test_a_polar_question_is_read_as_the_contrast_with_its_opposite():
     question = LikelihoodQuestion("Is this movie review positive?")
     assert decide("a moving, funny and beautifully acted film", q=question)["q"].probability > 0.5
     assert decide("a dull, lifeless mess that wastes its cast", q=question)["q"].probability < 0.5
+
+
+def test_the_filters_item_questions_share_one_few_shot_head():
+    """Each item is its own question ("...\\nItem: <text>"); the head depends only on the examples."""
+    examples = [{"item": t, "answer": True} for t in ("I love my dog", "cats are great pets", "my parrot talks")] + [
+        {"item": t, "answer": False} for t in ("the stock market fell", "interest rates rose", "shares dropped")
+    ]
+    before = len(heads._heads)
+    decirank.filter([f"my hamster number {i} escaped" for i in range(12)], "Is it about pets?", {}, examples=examples)
+    assert len(heads._heads) == before + 1

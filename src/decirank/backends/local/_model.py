@@ -444,8 +444,9 @@ class LocalModel:
             answers = [example.answer for example in question.examples]
             return LikelihoodHead(vectors.of(plan.example_texts), priors.reshape(-1), answers)
 
-        key = head_key("likelihood", self.variant, plan.shape, plan.queries, question.instructions,
-                       [(e.state, e.answer) for e in question.examples])  # fmt: skip
+        # Keyed by what the head is fitted from (the shape's queries and the examples), not by the
+        # question's text: the filter tool asks one question per item, and they share one head.
+        key = head_key("likelihood", self.variant, plan.shape, plan.queries, [(e.state, e.answer) for e in question.examples])
         return heads.get(key, fit)
 
     def _choice(self, question: ChoiceQuestion, plan: _Plan, vectors: _Vectors) -> dict[str, float]:
