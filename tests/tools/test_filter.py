@@ -68,3 +68,8 @@ def test_a_bad_items_per_call_is_named_as_filter_names_it_before_any_work():
     assert caught.value.field == "max_items_per_call"
     assert backend.requests == []
     assert current_runlog().runs() == []
+
+
+def test_a_state_utf8_cannot_encode_is_refused_by_field():
+    with pytest.raises(InvalidInputError, match="state"):
+        decirank.filter(["a", "b"], "Is it?", {"q": "\ud800"}, model="lexical")

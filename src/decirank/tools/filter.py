@@ -159,6 +159,7 @@ async def afilter(
     """
     items = check_items(items)
     question = check_instructions(question, "question")
+    state = check_encodable(state, "state")
     threshold = check_probability_threshold(min_confidence, "min_confidence")
     if threshold is None:
         threshold = DEFAULT_MIN_CONFIDENCE
