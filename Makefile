@@ -8,7 +8,7 @@ DATA ?= ../shared/data/trec-dl19
 # Labelled decisions that are not retrieval (Banking77 intents, SST-2 sentiment), {"text", "label"} per line.
 DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
-EXTRAS := server,mcp,eval,postgres,test
+EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack
 
 .PHONY: install demo test bench bench-labels bench-serve check-data clean
 
