@@ -464,6 +464,9 @@ def create_app(
     )
     application.state.settings = ServerSettings(model, api_key, max_body_bytes, timeout, allow_exec)
     application.include_router(router)
+    from .page import page_router  # the page at / and the read-only endpoints it needs
+
+    application.include_router(page_router)
 
     @application.exception_handler(DecirankError)
     async def decirank_error(request: Request, error: DecirankError) -> JSONResponse:
