@@ -1,10 +1,12 @@
-"""Haystack 2: a ranker component that reranks with decirank.
+"""Haystack (2.12 and later, 3 too): a ranker component that reranks with decirank.
 
     from decirank.integrations.haystack import DecirankRanker
 
     pipeline.add_component("ranker", DecirankRanker(top_k=5))
     pipeline.connect("retriever.documents", "ranker.documents")
     pipeline.run({"retriever": {"query": q}, "ranker": {"query": q}})["ranker"]["documents"]
+
+It has ``run_async`` too (with :func:`decirank.arerank`), which async pipeline runs call.
 
 Needs ``haystack-ai`` (``pip install 'decirank[haystack]'``).
 """
