@@ -26,7 +26,9 @@ except ImportError:  # Haystack 3 merged it into Pipeline, which has run_async i
 
 
 def documents() -> list[Document]:
-    return [Document(id=metadata["source"], content=text, meta=dict(metadata), score=0.5) for text, metadata in PASSAGES]
+    return [
+        Document(id=metadata["source"], content=text, meta=dict(metadata), score=0.5) for text, metadata in PASSAGES
+    ]
 
 
 def pipeline(kind=Pipeline, **options):
@@ -78,7 +80,8 @@ def test_component_leaves_its_input_alone_and_survives_serialization():
     text = pipeline(model="lexical", top_k=2, min_relevance=0.1).dumps()
     # Haystack 3 loads classes only from modules on its allowlist
     trusted = {"allowed_modules": ["decirank.integrations.haystack"]}
-    loaded = Pipeline.loads(text, **(trusted if "allowed_modules" in inspect.signature(Pipeline.loads).parameters else {}))
+    trusted_only = "allowed_modules" in inspect.signature(Pipeline.loads).parameters
+    loaded = Pipeline.loads(text, **(trusted if trusted_only else {}))
     ranker = loaded.get_component("ranker")
     assert (ranker.model, ranker.top_k, ranker.min_relevance) == ("lexical", 2, 0.1)
 

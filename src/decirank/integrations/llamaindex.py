@@ -46,7 +46,9 @@ class DecirankRerank(BaseNodePostprocessor):
     def _arguments(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> tuple[Any, ...]:
         query = query_bundle.query_str if query_bundle is not None else None
         texts = [node.node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
-        options = {"top_k": self.top_n, "min_relevance": self.min_relevance, "model": self.model, "timeout": self.timeout}
+        options = {
+            "top_k": self.top_n, "min_relevance": self.min_relevance, "model": self.model, "timeout": self.timeout
+        }
         return query, texts, options
 
     def _postprocess_nodes(
