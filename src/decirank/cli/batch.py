@@ -1,0 +1,243 @@
+"""``decirank batch``: a tool on every row of a JSON Lines, CSV or Parquet file, resumable, on one machine or Ray."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from enum import Enum
+from typing import Annotated, Any, Iterator
+
+import typer
+
+from ..errors import InvalidInputError
+from ._app import app
+from ._output import (
+    check_base_url,
+    console,
+    error_console,
+    json_or_text,
+    parse_json,
+    path_kind,
+    print_json,
+    read_text,
+)
+
+__all__ = ["batch"]
+
+# The Python names of the options, as the command line spells them, for the errors that name one.
+_FLAGS = {
+    "tool": "TOOL",
+    "input": "INPUT",
+    "output": "--out",
+    "question": "--question",
+    "state": "--state",
+    "options": "--options",
+    "none": "--none",
+    "true": "--true",
+    "false": "--false",
+    "examples": "--examples",
+    "min_confidence": "--min-confidence",
+    "query": "--query",
+    "query_field": "--query-field",
+    "text": "--text",
+    "describe": "--describe",
+    "model": "--model",
+    "base_url": "--base-url",
+    "timeout": "--timeout",
+    "engine": "--engine",
+    "workers": "--workers",
+    "address": "--address",
+    "batch_size": "--batch-size",
+    "errors": "--errors",
+}
+
+
+class Tool(str, Enum):
+    filter = "filter"
+    classify = "classify"
+    rerank = "rerank"
+    score = "score"
+
+
+class Engine(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
+def _options_value(value: str | None) -> Any:
+    """``--options``: a JSON list or object, a JSON file holding one, or labels separated by commas."""
+    if value is None:
+        return None
+    if path_kind(value) is not None:
+        expected = "a JSON file of labels (a list, or an object of label to description)"
+        return parse_json(read_text(value, "--options", expected), "--options", expected, repr(value))
+    parsed = json_or_text(value, "--options")
+    if isinstance(parsed, str):
+        return [label.strip() for label in parsed.split(",") if label.strip()]
+    return parsed
+
+
+def _cli_error(error: InvalidInputError) -> InvalidInputError:
+    """The same error naming the command-line option rather than the Python argument."""
+    flag = _FLAGS.get(error.field)
+    if flag is None or flag == error.field:
+        return error
+    renamed = InvalidInputError(flag, error.expected, detail=error.detail)
+    message = str(error)
+    renamed.args = (flag + message[len(error.field) :] if message.startswith(error.field) else message,)
+    return renamed
+
+
+@contextmanager
+def _progress_bar(label: str) -> Iterator[Any]:
+    """Rows done of all, rows per second and the time left, on stderr when it is a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:,.0f} rows/s" if speed else "… rows/s", style="cyan")
+
+    bar = Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("rows"),
+        RateColumn(),
+        TimeRemainingColumn(),
+        console=error_console,
+        transient=True,
+        disable=not error_console.is_terminal,
+    )
+    state: dict[str, Any] = {"task": None}
+
+    def update(progress: Any) -> None:
+        if state["task"] is None:
+            # Rows done before (a resumed batch) start the bar without counting toward the speed.
+            state["task"] = bar.add_task(label, total=progress.total, completed=progress.done)
+        else:
+            bar.update(state["task"], completed=progress.done)
+
+    with bar:
+        yield update
+
+
+@app.command()
+def batch(
+    tool: Annotated[Tool, typer.Argument(metavar="TOOL", help="filter, classify, rerank or score.", show_default=False)],
+    input: Annotated[str, typer.Argument(metavar="INPUT", help="A .jsonl, .csv or .parquet file.")],
+    out: Annotated[str, typer.Option("--out", "-o", help="The output: .jsonl, .csv or .parquet (by extension).")],
+    question: Annotated[
+        str | None, typer.Option("--question", "-q", help="filter, classify, score: the question asked of each row.")
+    ] = None,
+    state: Annotated[
+        str | None, typer.Option("--state", "-s", help="filter: the context as JSON (plain text is a string).")
+    ] = None,
+    options: Annotated[
+        str | None,
+        typer.Option(
+            "--options",
+            help="classify: the labels, as a JSON list, a JSON object of label to description, a JSON file, or a,b,c.",
+        ),
+    ] = None,
+    none: Annotated[str | None, typer.Option("--none", help="classify: text of a 'none of these' option.")] = None,
+    true: Annotated[str | None, typer.Option("--true", help="score: what a yes means.")] = None,
+    false: Annotated[str | None, typer.Option("--false", help="score: what a no means.")] = None,
+    examples: Annotated[
+        str | None,
+        typer.Option(
+            "--examples",
+            metavar="FILE|NAME",
+            help="filter, classify, score: labelled examples, a JSON or JSON Lines file or a stored set's name.",
+        ),
+    ] = None,
+    min_confidence: Annotated[
+        float | None, typer.Option("--min-confidence", help="filter: keep rows at least this likely (0.5).")
+    ] = None,
+    query: Annotated[str | None, typer.Option("--query", help="rerank: one query for every row.")] = None,
+    query_field: Annotated[
+        str | None, typer.Option("--query-field", help="rerank: the column holding each row's query.")
+    ] = None,
+    text: Annotated[str | None, typer.Option("--text", help="The column each row shows (else the whole row).")] = None,
+    describe: Annotated[
+        str | None, typer.Option("--describe", "-d", help="A dot path into each row to show, e.g. meta.title.")
+    ] = None,
+    model: Annotated[str, typer.Option("--model", "-m", help="A role (decider) or a provider:model name.")] = "decider",
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", callback=check_base_url, help="Base URL for an HTTP backend.")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Time budget in seconds of each chunk's model calls.")
+    ] = None,
+    engine: Annotated[Engine, typer.Option("--engine", help="local (worker processes) or ray (Ray Data).")] = Engine.local,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", "-w", help="Worker processes (default: one per core; 0: in this process) or Ray actors."),
+    ] = None,
+    address: Annotated[
+        str | None, typer.Option("--address", help="ray: the cluster's address (default: start a local Ray).")
+    ] = None,
+    batch_size: Annotated[
+        int | None, typer.Option("--batch-size", help="Rows per chunk (default: the model's questions per call).")
+    ] = None,
+    errors: Annotated[
+        str | None, typer.Option("--errors", help="Where failed rows go (default: OUTPUT's name + .errors.jsonl).")
+    ] = None,
+    fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Stop at the first row that fails.")] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing output, or start an unfinished batch over.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Run a tool on every row of a file; killed, it resumes when run again with the same --out."""
+    from ..batching import batch as run
+
+    from .examples import examples_value
+
+    try:
+        arguments = {
+            "question": question,
+            "state": None if state is None else json_or_text(state, "--state"),
+            "options": _options_value(options),
+            "none": none,
+            "true": true,
+            "false": false,
+            "examples": examples_value(examples),
+            "min_confidence": min_confidence,
+            "query": query,
+            "query_field": query_field,
+            "text": text,
+            "describe": describe,
+            "model": model,
+            "base_url": base_url,
+            "timeout": timeout,
+            "engine": engine.value,
+            "workers": workers,
+            "address": address,
+            "batch_size": batch_size,
+            "errors": errors,
+            "fail_fast": fail_fast,
+            "overwrite": overwrite,
+        }
+        with _progress_bar(tool.value) as update:
+            result = run(tool.value, input, out, on_progress=update, **arguments)
+    except InvalidInputError as error:
+        raise _cli_error(error) from None
+    data = result.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    failed = f", {result.failed} failed (see {result.errors})" if result.failed else ""
+    resumed = f", {result.resumed} done before" if result.resumed else ""
+    console.print(
+        f"{result.tool}: {result.rows} rows written to {result.output}: {result.answered} answered{failed}{resumed}",
+        highlight=False,
+    )
+    cost = "unknown" if result.usage.cost is None else f"${result.usage.cost:.6f}"
+    run_id = f" · run {result.run_id[:12]}" if result.run_id else ""
+    console.print(
+        f"{result.rows_per_second:,.0f} rows/s · {result.workers} {result.engine} worker(s) · "
+        f"models {', '.join(result.models) or 'none'} · {result.usage.calls} call(s) · cost {cost}{run_id}",
+        style="dim",
+        highlight=False,
+    )

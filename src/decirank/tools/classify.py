@@ -1,0 +1,191 @@
+"""classify: one choice question per text, over options the caller gives.
+
+Each text is the state of its own :class:`~decirank.types.questions.ChoiceQuestion`
+(``question`` over ``options``), so a text's answer never depends on the other
+texts of the call. ``options`` is a list of labels (each its own description)
+or a mapping of key to description; ``none`` adds a "none of these" option
+(key ``none``). ``examples`` are labelled texts whose answer is an option key.
+
+A failed call, or an answer missing or outside [0, 1], fails the whole call:
+no choice is ever invented. :mod:`decirank.batching` runs it over large files,
+isolating the rows that fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._jsonpath import to_text
+from .._sync import run_sync
+from ..decisions.decider import DEFAULT_ROLE
+from ..decisions.toolcall import ToolCall
+from ..errors import InvalidInputError
+from ..stores.examples import resolve_examples
+from ..types.answers import Usage
+from ..types.questions import MAX_OPTIONS, MIN_OPTIONS, ChoiceQuestion, DecisionRequest, Example
+from ._checks import check_encodable, check_instructions, check_items, check_optional_text
+
+__all__ = ["NONE_KEY", "ClassifyDecision", "ClassifyResult", "aclassify", "check_options", "choice_examples", "classify"]
+
+NONE_KEY = "none"
+QUESTION_ID = "classify"
+
+_OPTIONS_EXPECTED = f"a list of {MIN_OPTIONS} to {MAX_OPTIONS} labels, or an object of label to description"
+
+
+@dataclass(frozen=True)
+class ClassifyDecision:
+    #: The text's position in the input.
+    index: int
+    #: The chosen option's key (``none`` when "none of these" won).
+    choice: str
+    #: The chosen option's probability.
+    probability: float
+    #: Every option's probability, by key.
+    probabilities: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "choice": self.choice,
+            "probability": self.probability,
+            "probabilities": dict(self.probabilities),
+        }
+
+
+@dataclass(frozen=True)
+class ClassifyResult:
+    #: One decision per text, in input order.
+    decisions: list[ClassifyDecision]
+    model: str = ""
+    usage: Usage = field(default_factory=Usage)
+    run_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "decisions": [decision.to_dict() for decision in self.decisions],
+            "model": self.model,
+            "usage": self.usage.to_dict(),
+            "run_id": self.run_id,
+        }
+
+
+def check_options(options: Any, none: str | None = None, field_name: str = "options") -> dict[str, str]:
+    """Options as key -> description: a list of labels, or a mapping; ``none`` adds the ``none`` key."""
+    if isinstance(options, Mapping):
+        checked = dict(options)
+    elif isinstance(options, Sequence) and not isinstance(options, str | bytes):
+        checked = {}
+        for position, label in enumerate(options):
+            if not isinstance(label, str) or not label.strip():
+                raise InvalidInputError(f"{field_name}.{position}", "a non-empty label", got=label)
+            if label in checked:
+                raise InvalidInputError(f"{field_name}.{position}", "labels that differ", detail=f"{label!r} twice")
+            checked[label] = label
+    else:
+        raise InvalidInputError(field_name, _OPTIONS_EXPECTED, got=options)
+    for key, description in checked.items():
+        if not isinstance(key, str) or not key.strip():
+            raise InvalidInputError(field_name, "non-empty labels as keys", got=key)
+        if not isinstance(description, str):
+            raise InvalidInputError(f"{field_name}.{key}", "a string description", got=description)
+    if none is not None:
+        if NONE_KEY in checked:
+            raise InvalidInputError(field_name, f"no option named {NONE_KEY!r} when none is given", got=NONE_KEY)
+        checked[NONE_KEY] = none
+    if not MIN_OPTIONS <= len(checked) <= MAX_OPTIONS:
+        raise InvalidInputError(field_name, _OPTIONS_EXPECTED, detail=f"{len(checked)} options")
+    return check_encodable(checked, field_name)
+
+
+def choice_examples(examples: Any, options: Mapping[str, str], field_name: str = "examples") -> tuple[Example, ...]:
+    """``[{"state": <text>, "answer": <option key>}]`` (or Examples, or a stored set's name) as Examples."""
+    examples = resolve_examples(examples, field_name)
+    if examples is None:
+        return ()
+    if isinstance(examples, str | bytes | Mapping) or not isinstance(examples, Sequence):
+        raise InvalidInputError(field_name, 'a list of {"state": <text>, "answer": <option key>}', got=examples)
+    checked = []
+    for position, example in enumerate(examples):
+        where = f"{field_name}.{position}"
+        if isinstance(example, Example):
+            state, answer = example.state, example.answer
+        elif isinstance(example, Mapping) and set(example) == {"state", "answer"}:
+            state, answer = example["state"], example["answer"]
+        else:
+            raise InvalidInputError(where, 'an object with "state" and "answer"', got=example)
+        if not isinstance(answer, str) or answer not in options:
+            raise InvalidInputError(f"{where}.answer", "one of the option keys", got=answer)
+        checked.append(Example(check_encodable(state, f"{where}.state"), answer))
+    return tuple(checked)
+
+
+def classify_requests(
+    texts: Sequence[str], question: str, options: Mapping[str, str], examples: Sequence[Example]
+) -> list[DecisionRequest]:
+    """One request per text: the text is the state of one choice question."""
+    asked = ChoiceQuestion(question, options, examples=tuple(examples))
+    return [DecisionRequest(state=text, questions={QUESTION_ID: asked}) for text in texts]
+
+
+async def aclassify(
+    texts: Sequence[Any],
+    question: str,
+    options: Sequence[str] | Mapping[str, str],
+    *,
+    none: str | None = None,
+    examples: Sequence[Any] | str | None = None,
+    model: str = DEFAULT_ROLE,
+    timeout: float | None = None,
+    base_url: str | None = None,
+) -> ClassifyResult:
+    """Pick, for each text, the option of ``options`` that ``question`` asks for.
+
+    ``texts`` are strings (anything else is shown as canonical JSON); each is asked on its own.
+    """
+    texts = check_encodable([to_text(text) for text in check_items(texts, "texts")], "texts")
+    question = check_instructions(question, "question")
+    options = check_options(options, check_optional_text(none, "none"))
+    examples = choice_examples(examples, options)
+    inputs = {"texts": texts, "question": question, "options": options}
+    if examples:
+        inputs["examples"] = [example.to_dict() for example in examples]
+    async with ToolCall(
+        "classify", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
+    ) as call:
+        responses = await call.ask_all(classify_requests(texts, question, options, examples)) if texts else []
+        decisions = []
+        for index, response in enumerate(responses):
+            answer = response.answers[QUESTION_ID]
+            probabilities = {key: float(answer.probabilities[key]) for key in options}
+            choice = answer.choice
+            decisions.append(ClassifyDecision(index, choice, probabilities[choice], probabilities))
+        call.record_outputs({"decisions": [{"choice": d.choice, "probability": d.probability} for d in decisions]})
+        return ClassifyResult(decisions, call.answered_by, call.usage, call.run_id)
+
+
+def classify(
+    texts: Sequence[Any],
+    question: str,
+    options: Sequence[str] | Mapping[str, str],
+    *,
+    none: str | None = None,
+    examples: Sequence[Any] | str | None = None,
+    model: str = DEFAULT_ROLE,
+    timeout: float | None = None,
+    base_url: str | None = None,
+) -> ClassifyResult:
+    """The sync twin of :func:`aclassify`."""
+    return run_sync(
+        aclassify,
+        texts,
+        question,
+        options,
+        none=none,
+        examples=examples,
+        model=model,
+        timeout=timeout,
+        base_url=base_url,
+    )
