@@ -227,10 +227,12 @@
   async function run(event) {
     event.preventDefault();
     $("#play-error").hidden = true;
+    $("#results").hidden = true;
     let request;
     try { request = buildRequest(); } catch (error) { return showError(error.message); }
     const button = $("#run");
     button.disabled = true;
+    document.body.dataset.busy = "true";
     $("#play-status").textContent = "asking…";
     const started = performance.now();
     try {
@@ -243,6 +245,7 @@
       showError(error.message);
     } finally {
       button.disabled = false;
+      delete document.body.dataset.busy;
     }
   }
   function showError(message) {

@@ -1,0 +1,436 @@
+"""The page at ``/``: its assets and endpoints over HTTP, and the page itself driven in a headless browser.
+
+The browser tests start a real ``decirank serve`` on a free loopback port
+(with its own ``DECIRANK_HOME``) and drive Chromium through Playwright. They
+skip, saying why, only where no browser can be had: Playwright not installed,
+or no Chromium on the machine (``.ci/run`` installs Debian's). Set
+``DECIRANK_TEST_BROWSER`` to a Chromium binary to choose another.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import httpx
+import pytest
+
+from decirank.backends import providers
+from decirank.server import create_app
+from tests.loopback import ThreadedServer, free_port, subprocess_server
+
+KEY = "page-test-key"
+#: The page's three files together stay under this many bytes.
+ASSET_BUDGET = 64 * 1024
+ASSETS = ("index.html", "app.js", "app.css")
+ITEMS = [
+    "Flea life cycle: adult fleas live two to three months",
+    "Sourdough starter feeding schedule",
+    "How to bathe a cat without tears",
+    "Dog flea treatments compared",
+    "Bicycle chain maintenance",
+]
+STATE = {"question": "How long do fleas live?"}
+INSTRUCTIONS = "Which page answers the question?"
+
+
+def _asset(name: str) -> str:
+    return resources.files("decirank.server").joinpath("static", name).read_text()
+
+
+# --- over HTTP -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def keyed():
+    """An in-process server (lexical) that wants a key; the test's DECIRANK_HOME holds its run log."""
+    with ThreadedServer(create_app("lexical", api_key=KEY)) as url:
+        with httpx.Client(base_url=url, timeout=30, headers={"authorization": f"Bearer {KEY}"}) as client:
+            yield url, client
+
+
+def test_page_and_assets_need_no_key_and_load_nothing_from_elsewhere(keyed):
+    """/ and its two assets answer without a key, are small, and name no other host: no CDN, no fonts."""
+    url, _ = keyed
+    total = 0
+    for path, kind in (("/", "text/html"), ("/static/app.js", "text/javascript"), ("/static/app.css", "text/css")):
+        response = httpx.get(url + path)
+        assert response.status_code == 200 and response.headers["content-type"].startswith(kind)
+        assert "default-src 'self'" in response.headers["content-security-policy"]
+        total += len(response.content)
+        # The only URL in them is the SVG namespace, which names and fetches nothing.
+        assert re.findall(r"(?:https?:)?//[\w.-]+\.\w+", response.text.replace("http://www.w3.org/2000/svg", "")) == []
+    assert total < ASSET_BUDGET
+    assert httpx.get(url + "/static/runs.db").status_code == 404
+    assert httpx.get(url + "/static/..%2Fpage.py").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/v1/server", "/v1/models", "/v1/runlog/runs", "/v1/runlog/series"])
+def test_page_endpoints_want_the_key(keyed, path):
+    url, _ = keyed
+    assert httpx.get(url + path).status_code == 401
+    assert httpx.get(url + path, headers={"authorization": "Bearer wrong"}).status_code == 401
+
+
+def test_models_lists_every_model_and_marks_those_a_request_may_name(keyed):
+    """Every provider's models, as decirank models lists them; those calling another server are not usable."""
+    _, client = keyed
+    listing = client.get("/v1/models").json()
+    assert listing["default"] == "lexical"
+    assert listing["roles"]["decider"] == ["local:default"]
+    by_name = {model["name"]: model for model in listing["models"]}
+    assert set(by_name) == {f"{p.name}:{m}" for p in providers() for m in p.models}
+    assert by_name["lexical:bm25"]["usable"] and by_name["local:default"]["usable"]
+    assert not by_name["typesafe:jev-latest"]["usable"] and "another server" in by_name["typesafe:jev-latest"]["note"]
+
+
+def test_a_remote_model_is_usable_when_it_is_the_servers_own(isolated_user_dir):
+    with ThreadedServer(create_app("systemone:local")) as url:
+        by_name = {m["name"]: m for m in httpx.get(url + "/v1/models").json()["models"]}
+    assert by_name["systemone:local"]["usable"]
+    assert not by_name["vllm:default"]["usable"]
+
+
+def test_server_offers_exec_evaluators_only_when_allowed(isolated_user_dir):
+    for allowed in (False, True):
+        with ThreadedServer(create_app("lexical", allow_exec=allowed)) as url:
+            settings = httpx.get(url + "/v1/server").json()
+        assert settings["allow_exec"] is allowed
+        assert ("exec" in settings["evaluators"]) is allowed
+        assert settings["model"] == "lexical" and settings["runlog"] is True and "json" in settings["validation_types"]
+
+
+def test_runlog_runs_counts_items_and_filters_by_tool_model_and_status(keyed):
+    _, client = keyed
+    long_list = [f"item {i}" for i in range(300)]
+    assert client.post("/v1/rank", json={"items": long_list, "instructions": "which?", "state": None}).status_code == 200
+    assert client.post("/v1/rerank", json={"query": "fleas", "documents": ITEMS, "model": "local"}).status_code == 200
+    data = client.get("/v1/runlog/runs").json()
+    assert data["enabled"] and data["tools"] == ["rank", "rerank"]
+    assert data["models"] == ["lexical:bm25", "local:default"]
+    assert "interrupted" in data["statuses"]
+    assert [(r["tool"], r["items"]) for r in data["runs"]] == [("rerank", 5), ("rank", 300)]
+    assert [r["tool"] for r in client.get("/v1/runlog/runs", params={"model": "local:default"}).json()["runs"]] == [
+        "rerank"
+    ]
+    assert [r["tool"] for r in client.get("/v1/runlog/runs", params={"tool": "rank"}).json()["runs"]] == ["rank"]
+    assert client.get("/v1/runlog/runs", params={"status": "failed"}).json()["runs"] == []
+    assert client.get("/v1/runlog/runs", params={"status": "bogus"}).status_code == 422
+    assert client.get("/v1/runlog/runs", params={"limit": 0}).status_code == 422
+
+
+def test_runlog_series_gives_latency_percentiles_and_cost_per_model(keyed):
+    _, client = keyed
+    for _ in range(3):
+        client.post("/v1/rank", json={"items": ITEMS, "instructions": INSTRUCTIONS, "state": STATE})
+    series = client.get("/v1/runlog/series").json()
+    assert series["bucket_seconds"] in (60, 300)
+    (point, *_) = series["models"]["lexical:bm25"]
+    assert point["calls"] >= 1 and point["cost"] == 0.0
+    assert 0 < point["p50_ms"] <= point["p95_ms"]
+
+
+def test_runlog_endpoints_when_the_log_is_off(monkeypatch):
+    monkeypatch.setenv("DECIRANK_RUNLOG", "off")
+    with ThreadedServer(create_app("lexical")) as url:
+        assert httpx.get(url + "/v1/runlog/runs").json()["enabled"] is False
+        assert httpx.get(url + "/v1/runlog/series").status_code == 404
+        assert httpx.get(url + "/v1/server").json()["runlog"] is False
+
+
+def test_assets_ship_as_package_data():
+    """The wheel carries the page: pyproject names static/ as package data of decirank.server."""
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    assert re.search(r'"decirank\.server"\s*=\s*\[[^\]]*"static/\*"', pyproject)
+    assert sum(len(_asset(name).encode()) for name in ASSETS) < ASSET_BUDGET
+
+
+# --- in a browser --------------------------------------------------------------------------
+
+
+def _browser_binary() -> str | None:
+    chosen = os.environ.get("DECIRANK_TEST_BROWSER")
+    if chosen:
+        return chosen
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import Error, sync_playwright
+    except ImportError:
+        pytest.skip("no headless browser: the playwright package is not installed (pip install 'decirank[test]')")
+    binary = _browser_binary()
+    with sync_playwright() as playwright:
+        try:
+            launched = playwright.chromium.launch(executable_path=binary)  # None: Playwright's own, if it has one
+        except Error as error:
+            first_line = str(error).strip().splitlines()[0]
+            pytest.skip(f"no headless browser: Chromium could not start ({binary or 'none found'}): {first_line}")
+        yield launched
+        launched.close()
+
+
+def _serve(home: Path, *extra: str):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "DECIRANK_HOME": str(home)}
+    for variable in ("DECIRANK_RUNLOG", "DECIRANK_DATABASE_URL", "DECIRANK_CONFIG", "DECIRANK_SERVER_API_KEY"):
+        env.pop(variable, None)
+    command = [sys.executable, "-m", "decirank", "serve", "--port", str(port), *extra]
+    return subprocess_server(command, url, ready_path="/healthz", env=env, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A real ``decirank serve`` whose model is the embedded one, with a run log of its own."""
+    home = tmp_path_factory.mktemp("page-home")
+    with _serve(home, "--model", "local") as process:
+        yield f"http://127.0.0.1:{_port_of(process)}", home
+
+
+def _port_of(process: subprocess.Popen) -> str:
+    return process.args[process.args.index("--port") + 1]
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    yield opened
+    context.close()
+    assert errors == [], f"the page raised: {errors}"
+
+
+def _open(page, url: str, view: str = "") -> None:
+    page.goto(f"{url}/{view}")
+    page.wait_for_selector("body[data-ready]")
+
+
+def _fill_rank(page, items, *, model: str, none: str | None = "none of these") -> None:
+    page.click("#tool-tabs [data-tool=rank]")
+    page.fill("#question", INSTRUCTIONS)
+    page.fill("#items", "\n".join(items) if all(isinstance(i, str) for i in items) else json.dumps(items))
+    page.fill("#state", json.dumps(STATE))
+    page.fill("#none", none or "")
+    page.select_option("#model", model)
+
+
+def _bars(page) -> list[dict]:
+    return page.eval_on_selector_all(
+        "#bars > li",
+        """rows => rows.map(r => ({label: r.querySelector('.label').firstChild.textContent,
+            p: r.dataset.probability === '' ? null : Number(r.dataset.probability),
+            index: r.dataset.index === '' ? null : Number(r.dataset.index), cls: r.className,
+            width: r.querySelector('.fill').getBoundingClientRect().width}))""",
+    )
+
+
+def _run(page) -> None:
+    page.click("#run")
+    page.wait_for_selector("body:not([data-busy])")
+    page.wait_for_selector("#results:not([hidden]), #play-error:not([hidden])")
+    assert page.is_hidden("#play-error"), page.text_content("#play-error")
+
+
+def test_ranking_with_the_local_model_shows_bars_in_rank_order_and_opens_its_run(page, served):
+    """Load /, rank with the local model: bars best first, as /v1/rank orders them; the run shows its model call."""
+    url, _ = served
+    _open(page, url)
+    assert page.title() == "decirank"
+    _fill_rank(page, ITEMS, model="local:default")
+    _run(page)
+    rows = _bars(page)
+    items = [row for row in rows if "none-option" not in row["cls"]]
+    expected = httpx.post(
+        url + "/v1/rank",
+        json={"items": ITEMS, "instructions": INSTRUCTIONS, "state": STATE, "none": "none of these", "model": "local"},
+    ).json()
+    assert [row["label"] for row in items] == expected["items"]
+    assert items[0]["label"].startswith("Flea life cycle")
+    probabilities = [row["p"] for row in rows]
+    assert probabilities == sorted(probabilities, reverse=True), "bars, the 'none' bar included, go best first"
+    widths = [row["width"] for row in rows]
+    assert widths == sorted(widths, reverse=True) and widths[0] > 5 * widths[-1]
+    (none_row,) = [row for row in rows if "none-option" in row["cls"]]
+    assert none_row["label"] == "none of these" and none_row["p"] == pytest.approx(expected["none"])
+    assert "local:default" in page.text_content("#result-summary")
+
+    page.click("#open-run")
+    page.wait_for_selector("#call-tree")
+    assert page.get_attribute("#run-card", "data-run") != expected["run_id"], "the page's own run, not the API's"
+    calls = page.locator("#call-tree li.call")
+    assert calls.count() == 1
+    assert calls.first.get_attribute("data-model") == "local:default"
+    assert calls.first.get_attribute("data-status") == "success"
+    assert "6 options" in page.text_content("#call-tree .decision")
+
+    page.click("#nav-runs")
+    page.wait_for_selector("#runs-table tbody tr")
+    first = page.locator("#runs-table tbody tr").first
+    cells = first.locator("td").all_text_contents()
+    assert cells[1] == "rank" and cells[2] == "local:default" and cells[3] == "5" and cells[7] == "success"
+    page.wait_for_selector("#chart-latency svg circle")
+    assert "local:default" in page.text_content("#chart-latency .legend")
+    # The filters offer what the log holds, and narrow the table to it.
+    assert page.eval_on_selector_all("#f-tool option", "os => os.map(o => o.value)") == ["", "rank"]
+    assert "local:default" in page.eval_on_selector_all("#f-model option", "os => os.map(o => o.value)")
+    page.select_option("#f-status", "failed")
+    page.wait_for_selector("#runs-status:text-is('0 runs')")
+    page.select_option("#f-status", "success")
+    page.select_option("#f-tool", "rank")
+    page.select_option("#f-model", "local:default")
+    page.wait_for_selector("#runs-table tbody tr")
+    assert set(page.locator("#runs-table tbody tr td:nth-child(3)").all_text_contents()) == {"local:default"}
+
+
+def test_a_list_over_254_items_shows_its_chunks_and_final_round(page, served):
+    url, _ = served
+    _open(page, url)
+    items = [{"title": f"page {i} about {'fleas on dogs' if i % 50 == 0 else 'baking bread'}"} for i in range(300)]
+    _fill_rank(page, items, model="lexical:bm25", none=None)
+    page.fill("#describe", "title")
+    assert "over 254" in page.text_content("#items-count")
+    _run(page)
+    rows = _bars(page)
+    assert len(rows) == 300
+    assert rows[0]["label"].endswith("fleas on dogs")
+    finalists = [row for row in rows if row["p"] is not None]
+    assert finalists and all("out" in row["cls"] for row in rows[len(finalists) :])
+    page.wait_for_selector("#chunks:not([hidden])")
+    chunks = page.locator("#chunks details").evaluate_all("ds => ds.map(d => d.dataset.chunk)")
+    assert chunks == ["1", "2", "final"]
+    assert f"Final round: {len(finalists)} options" in page.text_content("#chunks [data-chunk=final] summary")
+
+
+def test_decision_filter_and_rerank_in_the_playground(page, served):
+    url, _ = served
+    _open(page, url)
+    page.click("#tool-tabs [data-tool=decision]")
+    page.select_option("#decision-type", "choice")
+    page.click("#example")
+    _run(page)
+    rows = _bars(page)
+    assert len(rows) == 3 and [r["p"] for r in rows] == sorted((r["p"] for r in rows), reverse=True)
+    assert rows[0]["label"].startswith("delivery:")
+    assert sum(r["p"] for r in rows) == pytest.approx(1, abs=1e-6)
+
+    page.select_option("#decision-type", "noul")
+    page.click("#example")
+    _run(page)
+    rows = _bars(page)
+    assert [r["label"].split(":")[0] for r in rows] == ["true", "false"] and rows[0]["p"] > 0.5
+
+    page.select_option("#decision-type", "score")
+    page.click("#example")
+    _run(page)
+    assert [r["label"] for r in _bars(page)] == ["not urgent", "somewhat urgent", "urgent", "critical"]
+
+    page.click("#tool-tabs [data-tool=filter]")
+    page.click("#example")
+    _run(page)
+    rows = _bars(page)
+    assert [r["p"] for r in rows] == sorted((r["p"] for r in rows), reverse=True)
+    assert all(("kept" in r["cls"].split()) == (r["p"] >= 0.5) for r in rows)
+
+    page.click("#tool-tabs [data-tool=rerank]")
+    page.click("#example")
+    _run(page)
+    rows = _bars(page)
+    assert rows[0]["label"].startswith("Flea life cycle")
+    assert [r["p"] for r in rows] == sorted((r["p"] for r in rows), reverse=True)
+
+
+def test_copy_as_code_gives_python_cli_and_curl_that_rank_the_same(page, served, tmp_path):
+    """Each snippet the page gives, run as it is, ranks the items in the order the page shows."""
+    url, home = served
+    _open(page, url)
+    _fill_rank(page, ITEMS, model="local:default")
+    _run(page)
+    shown = [row["label"] for row in _bars(page) if "none-option" not in row["cls"]]
+    page.click("#copy-code")
+    snippets = {}
+    for lang in ("python", "cli", "curl"):
+        page.click(f"#code-tabs [data-lang={lang}]")
+        snippets[lang] = page.text_content("#code")
+    assert "decirank.rank(" in snippets["python"] and 'model="local:default"' in snippets["python"]
+    assert snippets["cli"].startswith("decirank rank - --json")
+    assert snippets["curl"].startswith(f"curl -sS {url}/v1/rank")
+    env = {**os.environ, "DECIRANK_HOME": str(tmp_path), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+    python = subprocess.run([sys.executable, "-c", snippets["python"]], env=env, capture_output=True, text=True)
+    assert python.returncode == 0, python.stderr
+    assert [line.split(" ", 1)[1] for line in python.stdout.splitlines()] == shown
+
+    cli = subprocess.run(["bash", "-c", snippets["cli"]], env=env, capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["items"] == shown
+    if shutil.which("curl"):
+        curl = subprocess.run(["bash", "-c", snippets["curl"]], env=env, capture_output=True, text=True)
+        assert curl.returncode == 0, curl.stderr
+        assert json.loads(curl.stdout)["items"] == shown
+
+
+def test_the_api_key_is_asked_once_and_kept_in_the_session_only(browser, tmp_path):
+    with _serve(tmp_path, "--model", "lexical", "--api-key", KEY) as process:
+        url = f"http://127.0.0.1:{_port_of(process)}"
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(url + "/")
+        page.wait_for_selector("#key-dialog[open]")
+        page.fill("#key-input", "not-the-key")
+        page.click("#key-submit")
+        page.wait_for_selector("#key-error:has-text('refused')")
+        assert page.is_visible("#key-dialog")
+        page.fill("#key-input", KEY)
+        page.click("#key-submit")
+        page.wait_for_selector("body[data-ready]")
+        assert page.is_hidden("#key-dialog") and "model lexical" in page.text_content("#server-info")
+        _run(page)
+        assert len(_bars(page)) == 6
+
+        page.reload()
+        page.wait_for_selector("body[data-ready]")
+        assert page.is_hidden("#key-dialog"), "asked once per session: a reload keeps the key"
+        assert page.evaluate("sessionStorage.getItem('decirank.apiKey')") == KEY
+        assert page.evaluate("localStorage.length") == 0 and context.cookies() == []
+        page.click("#copy-code")
+        page.click("#code-tabs [data-lang=curl]")
+        assert KEY not in page.text_content("#code") and "$DECIRANK_SERVER_API_KEY" in page.text_content("#code")
+
+        page.goto(url + "/#/runs")
+        page.wait_for_selector("#runs-table tbody tr")
+        page.click("#runs-table tbody tr")
+        page.wait_for_selector("#call-tree li.call[data-model='lexical:bm25']")
+        context.close()
+
+        fresh = browser.new_context().new_page()
+        fresh.goto(url + "/")
+        fresh.wait_for_selector("#key-dialog[open]")  # a new session asks again
+        fresh.context.close()
+
+
+def test_exec_evaluators_are_offered_only_when_the_server_allows_them(browser, tmp_path):
+    for allowed in (False, True):
+        with _serve(tmp_path, "--model", "lexical", *(["--allow-exec"] if allowed else [])) as process:
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{_port_of(process)}/")
+            page.wait_for_selector("body[data-ready]")
+            page.click("#tool-tabs [data-tool=score_list]")
+            kinds = page.eval_on_selector_all("#evaluator-kind option", "os => os.map(o => o.value)")
+            assert kinds == ["score", "validate", "exec"] if allowed else kinds == ["score", "validate"]
+            assert ("exec: allowed" in page.text_content("#server-info")) is allowed
+            page.close()
