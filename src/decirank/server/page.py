@@ -24,7 +24,7 @@ import re
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import Response
@@ -36,7 +36,7 @@ from ..decisions.roles import resolve_chain, role_names
 from ..stores.runlog import RUN_STATUSES, current_runlog
 from ..tools._evaluators.validate import BUILTIN_TYPES
 from .app import GuardedRoute, settings_of
-from .routes import require_api_key
+from .routes import _errors, require_api_key
 
 __all__ = ["page_router"]
 
@@ -73,7 +73,7 @@ def asset(name: str) -> Response:
     return Response(_asset(name), media_type=_ASSETS[name], headers=_HEADERS)
 
 
-@page_api.get("/v1/server", tags=["page"])
+@page_api.get("/v1/server", responses=_errors(401), tags=["page"])
 def server(request: Request) -> dict[str, Any]:
     """What this server offers: its default model, whether exec: evaluators may run, whether runs are logged."""
     settings = settings_of(request)
@@ -88,7 +88,7 @@ def server(request: Request) -> dict[str, Any]:
     }
 
 
-@page_api.get("/v1/models", tags=["page"])
+@page_api.get("/v1/models", responses=_errors(401), tags=["page"])
 def models(request: Request) -> dict[str, Any]:
     """Every provider's models and every role, as ``decirank models`` lists them.
 
@@ -116,6 +116,9 @@ def models(request: Request) -> dict[str, Any]:
     return {"default": default, "roles": roles, "models": listed}
 
 
+#: A run status, as the run log knows them.
+RunStatus = Literal[RUN_STATUSES]  # type: ignore[valid-type]
+
 _MORE = re.compile(r"^… \(\+(\d+) more\)$")
 _LIST_INPUTS = ("items", "documents", "refs")
 
@@ -142,13 +145,13 @@ def _runlog_or_404() -> Any:
 
 
 # The run log is read with blocking I/O, so these run in FastAPI's thread pool (plain ``def``).
-@page_api.get("/v1/runlog/runs", tags=["page"])
+@page_api.get("/v1/runlog/runs", responses=_errors(401, 422), tags=["page"])
 def runlog_runs(
     request: Request,
     limit: int = Query(100, ge=1, le=1000),
     tool: str | None = None,
     model: str | None = None,
-    status: str | None = None,
+    status: RunStatus | None = None,
 ) -> dict[str, Any]:
     """Tool runs, newest first, with how many items each was given; ``model`` keeps runs that called it.
 
@@ -169,8 +172,6 @@ def runlog_runs(
         sql += " AND tool = ?"
         params.append(tool)
     if status:
-        if status not in RUN_STATUSES:
-            raise HTTPException(status_code=422, detail=f"status is one of {', '.join(RUN_STATUSES)}")
         sql += " AND status = ?"
         params.append(status)
     if model:
@@ -207,7 +208,7 @@ def _percentile(sorted_values: list[float], fraction: float) -> float | None:
 _BUCKETS = (60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400)
 
 
-@page_api.get("/v1/runlog/series", tags=["page"])
+@page_api.get("/v1/runlog/series", responses=_errors(401, 404, 422), tags=["page"])
 def runlog_series(
     request: Request, buckets: int = Query(24, ge=1, le=200), limit: int = Query(20000, ge=1, le=100000)
 ) -> dict[str, Any]:
