@@ -32,6 +32,7 @@ from .errors import (
     StoreError,
     UnknownModelError,
 )
+from .batching import BatchResult, abatch, batch
 from .stores.artifacts import ArtifactStore, Stamp
 from .stores.examples import ExampleStore
 from .tools.filter import FilterDecision, FilterResult, afilter, filter
@@ -48,6 +49,7 @@ __all__ = [
     "AllModelsFailedError",
     "ArtifactStore",
     "Backend",
+    "BatchResult",
     "CancelledError",
     "ChoiceAnswer",
     "ChoiceQuestion",
@@ -82,10 +84,12 @@ __all__ = [
     "Usage",
     "Verdict",
     "__version__",
+    "abatch",
     "afilter",
     "arank",
     "arerank",
     "ascore_list",
+    "batch",
     "filter",
     "rank",
     "register_provider",

@@ -58,10 +58,11 @@ class InlineEngine:
 
 def _start_worker(task: Task, cores: Any, parent: int) -> None:
     assigned = None
-    try:
-        assigned = cores.get(timeout=5)
-    except Exception:  # no core set left (a replaced worker): it runs anywhere
-        pass
+    if cores is not None:
+        try:
+            assigned = cores.get(timeout=1)
+        except Exception:  # no core set left (a replaced worker): it runs anywhere
+            pass
     prepare_worker(task, assigned, parent)
 
 
@@ -88,8 +89,9 @@ class ProcessEngine:
 
     def run(self, chunks: Iterator[Prepared], fail_fast: bool) -> Iterator[tuple[Prepared, ChunkOutcome]]:
         context = multiprocessing.get_context("spawn")
-        core_queue = context.Queue()
-        for cores in self._core_sets() or []:
+        core_sets = self._core_sets()
+        core_queue = context.Queue() if core_sets else None
+        for cores in core_sets or []:
             core_queue.put(cores)
         pool = ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=_start_worker, initargs=(self.task, core_queue, os.getpid())
@@ -113,7 +115,8 @@ class ProcessEngine:
                 for process in list(getattr(pool, "_processes", {}).values()):
                     process.terminate()
             pool.shutdown(wait=True, cancel_futures=True)
-            core_queue.close()
+            if core_queue is not None:
+                core_queue.close()
 
     @staticmethod
     def _collect(in_flight: dict[Future[ChunkOutcome], Prepared]) -> Iterator[tuple[Prepared, ChunkOutcome]]:
