@@ -208,6 +208,10 @@ def _watch_parent(parent: int) -> None:
 def prepare_worker(task: Task, cores: list[int] | None = None, parent: int | None = None) -> None:
     """Set a worker up once: its environment, its cores, its model loaded, and a watch on its parent."""
     global _TASK
+    # The driver's DECIRANK_* variables, and only those: a Ray worker may hold another job's.
+    for name in [name for name in os.environ if name.startswith("DECIRANK_")]:
+        if name not in task.environment:
+            del os.environ[name]
     os.environ.update(task.environment)
     if cores and hasattr(os, "sched_setaffinity"):
         try:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 from ..errors import MissingAssetError
-from .chunks import ChunkOutcome, answer_chunk, prepare_worker
+from .chunks import BatchStopped, ChunkOutcome, answer_chunk, prepare_worker
 from .engines import Prepared
 from .job import Task
 
@@ -75,16 +76,21 @@ class RayEngine:
             }
             if address is None and workers:
                 options["num_cpus"] = workers
-            ray.init(address=address, **options)
+            try:
+                # "local" starts an instance of our own, never joining one another user left running.
+                ray.init(address=address or "local", **options)
+            except (ConnectionError, ValueError, RuntimeError, TimeoutError) as error:
+                what = f"Ray at {address!r}" if address else "a local Ray instance"
+                raise BatchStopped(f"cannot start or reach {what}: {error}", error_type=type(error).__name__) from None
             self._started_ray = True
         if workers is None:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.workers = workers
+        logging.getLogger("ray.data").setLevel(logging.ERROR)
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
         if hasattr(context, "print_on_execution_start"):
             context.print_on_execution_start = False
-        logging.getLogger("ray.data").setLevel(logging.WARNING)
 
     def _wave(self, wave: list[Prepared], fail_fast: bool) -> Iterator[tuple[Prepared, ChunkOutcome]]:
         ray = _ray()
@@ -93,14 +99,21 @@ class RayEngine:
             [{"chunk": p.chunk, "items": json.dumps(p.items, ensure_ascii=True)} for p in wave],
             override_num_blocks=len(wave),
         )
-        answered = dataset.map_batches(
-            ChunkActor,
-            fn_constructor_args=(self.task, fail_fast),
-            batch_size=1,
-            batch_format="numpy",
-            concurrency=min(self.workers, len(wave)),
-            num_cpus=1,
-        )
+        # On a cluster, Ray Data restarts a lost actor and retries its chunk. On a local instance
+        # there is no node to lose, and restartable actors make Ray warn on stderr: a crashed
+        # actor stops the batch instead, whose rows done stay done for the rerun.
+        restarts: dict[str, Any] = {} if self.address else {"max_restarts": 0}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # remote args passed by name, as Ray Data allows
+            answered = dataset.map_batches(
+                ChunkActor,
+                fn_constructor_args=(self.task, fail_fast),
+                batch_size=1,
+                batch_format="numpy",
+                compute=ray.data.ActorPoolStrategy(size=min(self.workers, len(wave))),
+                num_cpus=1,
+                **restarts,
+            )
         for row in answered.iter_rows():
             outcome = ChunkOutcome.from_dict(json.loads(row["outcome"]))
             yield by_chunk[outcome.chunk], outcome
