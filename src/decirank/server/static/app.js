@@ -491,7 +491,9 @@
     const color = (m) => PALETTE[models.indexOf(m) % PALETTE.length];
     const series = (key, dash) => models.map((m) => ({ name: m, color: color(m), dash, points: data.models[m].filter((p) => p[key] !== null).map((p) => ({ x: Date.parse(p.t), y: p[key], calls: p.calls })) }));
     lineChart($("#chart-latency"), [...series("p50_ms", false), ...series("p95_ms", true)], ms, width * 1000, models, color);
-    lineChart($("#chart-cost"), series("cost", false), (v) => money(v), width * 1000, models, color);
+    const costs = series("cost", false);
+    lineChart($("#chart-cost"), costs, (v) => money(v), width * 1000, models, color);
+    if (costs.some((l) => l.points.length) && costs.every((l) => l.points.every((p) => p.y === 0))) $("#chart-cost").append(h("p", { class: "muted", text: "Every call so far cost nothing." }));
   }
   function lineChart(box, lines, format, bucketMs, models, color) {
     const W = 520, H = 200, L = 58, R = 12, T = 10, B = 26;
