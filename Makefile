@@ -8,9 +8,9 @@ DATA ?= ../shared/data/trec-dl19
 # Labelled decisions that are not retrieval (Banking77 intents, SST-2 sentiment), {"text", "label"} per line.
 DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
-EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack
+EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray
 
-.PHONY: install demo test bench bench-labels bench-serve check-data clean
+.PHONY: install demo test bench bench-labels bench-serve bench-batch check-data clean
 
 install: $(VENV)/.installed
 
@@ -55,6 +55,11 @@ bench-labels: install
 # of DL19's passages when DATA is given, else of generated sentences.
 bench-serve: install
 	$(BIN)/python benchmarks/serve.py $(if $(DATA),--data $(DATA)/bm25_top100.json)
+
+# decirank batch on 20,000 generated short texts: rows/s with 1 and N worker processes and with --engine ray
+# on a local Ray, peak memory per worker, and a run killed with SIGKILL then resumed (its output must be identical).
+bench-batch: install
+	$(BIN)/python benchmarks/batch.py
 
 check-data:
 	@test -f "$(DATA)/bm25_top100.json" -a -f "$(DATA)/qrels.txt" || \
