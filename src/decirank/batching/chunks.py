@@ -69,7 +69,7 @@ class ChunkOutcome:
     errors: list[list[Any]] = field(default_factory=list)
     #: Usage of the calls that answered, by the model(s) that answered them.
     usage: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: Set when the batch must stop: ``[error type, message]``.
+    #: Set when the batch must stop: ``[error type, message, first offset, last offset]``.
     stop: list[str] | None = None
     seconds: float = 0.0
 
@@ -152,14 +152,13 @@ async def _solve(task: Task, items: list[Item], outcome: ChunkOutcome, fail_fast
         answers, calls = await _ask(task, items)
     except Exception as error:
         if not row_error(error):
-            offsets = f"{items[0][0]}..{items[-1][0]}" if len(items) > 1 else str(items[0][0])
-            outcome.stop = [type(error).__name__, str(error)]
-            outcome.stop.append(offsets)
+            # [error type, message, first offset, last offset] of the rows it struck.
+            outcome.stop = [type(error).__name__, str(error), items[0][0], items[-1][0]]
             return
         if len(items) == 1:
             outcome.errors.append([items[0][0], type(error).__name__, str(error)])
             if fail_fast:
-                outcome.stop = [type(error).__name__, str(error), str(items[0][0])]
+                outcome.stop = [type(error).__name__, str(error), items[0][0], items[0][0]]
             return
         middle = len(items) // 2
         for half in (items[:middle], items[middle:]):

@@ -181,8 +181,7 @@ def _prepare(job: Job, input_path: Path, fmt: str, chunk_rows: int, done: dict[i
 
 def _stop_message(prepared: Prepared, stop: list[Any], done_rows: int) -> str:
     error_type, message = stop[0], stop[1]
-    first = prepared.start + int(stop[2])
-    last = prepared.start + int(stop[3] if len(stop) > 3 else stop[2])
+    first, last = prepared.start + int(stop[2]), prepared.start + int(stop[3])
     rows = f"row {first}" if first == last else f"rows {first}-{last}"
     return (
         f"{rows}: {error_type}: {message}; the batch stopped with {done_rows} rows done, "

@@ -87,12 +87,21 @@ class RayEngine:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.workers = workers
         logging.getLogger("ray.data").setLevel(logging.ERROR)
-        context = ray.data.DataContext.get_current()
-        context.enable_progress_bars = False
-        if hasattr(context, "print_on_execution_start"):
-            context.print_on_execution_start = False
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            context = ray.data.DataContext.get_current()
+            context.enable_progress_bars = False
+            if hasattr(context, "print_on_execution_start"):
+                context.print_on_execution_start = False
 
     def _wave(self, wave: list[Prepared], fail_fast: bool) -> Iterator[tuple[Prepared, ChunkOutcome]]:
+        with warnings.catch_warnings():
+            # Ray's deprecations of its own settings (remote args passed by name, as Ray Data still
+            # takes them; DataContext fields it reads itself) are not the user's to act on.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            yield from self._answer(wave, fail_fast)
+
+    def _answer(self, wave: list[Prepared], fail_fast: bool) -> Iterator[tuple[Prepared, ChunkOutcome]]:
         ray = _ray()
         by_chunk = {prepared.chunk: prepared for prepared in wave}
         dataset = ray.data.from_items(
@@ -103,17 +112,15 @@ class RayEngine:
         # there is no node to lose, and restartable actors make Ray warn on stderr: a crashed
         # actor stops the batch instead, whose rows done stay done for the rerun.
         restarts: dict[str, Any] = {} if self.address else {"max_restarts": 0}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # remote args passed by name, as Ray Data allows
-            answered = dataset.map_batches(
-                ChunkActor,
-                fn_constructor_args=(self.task, fail_fast),
-                batch_size=1,
-                batch_format="numpy",
-                compute=ray.data.ActorPoolStrategy(size=min(self.workers, len(wave))),
-                num_cpus=1,
-                **restarts,
-            )
+        answered = dataset.map_batches(
+            ChunkActor,
+            fn_constructor_args=(self.task, fail_fast),
+            batch_size=1,
+            batch_format="numpy",
+            compute=ray.data.ActorPoolStrategy(size=min(self.workers, len(wave))),
+            num_cpus=1,
+            **restarts,
+        )
         for row in answered.iter_rows():
             outcome = ChunkOutcome.from_dict(json.loads(row["outcome"]))
             yield by_chunk[outcome.chunk], outcome

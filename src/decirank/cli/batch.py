@@ -78,9 +78,11 @@ def _options_value(value: str | None) -> Any:
 
 def _cli_error(error: InvalidInputError) -> InvalidInputError:
     """The same error naming the command-line option rather than the Python argument."""
-    flag = _FLAGS.get(error.field)
-    if flag is None or flag == error.field:
+    head, dot, rest = error.field.partition(".")
+    flag = _FLAGS.get(head)
+    if flag is None:
         return error
+    flag += dot + rest
     renamed = InvalidInputError(flag, error.expected, detail=error.detail)
     message = str(error)
     renamed.args = (flag + message[len(error.field) :] if message.startswith(error.field) else message,)

@@ -1,0 +1,153 @@
+"""``decirank batch`` as a user runs it: a real subprocess, killed with SIGKILL and run again, and bad options.
+
+Bad options all run at once, in parallel, from one module fixture; each
+parametrised test then checks its own case: one line on stderr naming the
+option, exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import decirank
+from tests.cli._run import decirank as run_cli
+
+from .conftest import read_output, ticket_rows, write_rows
+
+FILTER = ("--question", "Is this about a payment?", "--text", "text", "--model", "lexical")
+
+
+def test_batch_writes_the_output_and_says_what_it_did(tmp_path):
+    source = write_rows(tmp_path / "in.csv", ticket_rows(50))
+    done = run_cli("batch", "classify", str(source), "--out", str(tmp_path / "out.jsonl"), "--question", "Which queue?",
+                   "--options", "billing,pets,tech", "--text", "text", "--model", "lexical", "--workers", "0")
+    assert done.returncode == 0, done.stderr
+    assert "classify: 50 rows written to" in done.stdout and "50 answered" in done.stdout
+    assert {row["choice"] for row in read_output(tmp_path / "out.jsonl")} <= {"billing", "pets", "tech"}
+    as_json = run_cli("batch", "filter", str(source), "--out", str(tmp_path / "out.parquet"), *FILTER, "--json",
+                      "--workers", "1")
+    summary = json.loads(as_json.stdout)
+    assert (summary["rows"], summary["answered"], summary["engine"], summary["workers"]) == (50, 50, "local", 1)
+    assert summary["run_id"] and summary["models"] == {"lexical:bm25": summary["usage"]}
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def test_a_batch_killed_with_sigkill_resumes_to_the_bytes_of_an_uninterrupted_one(tmp_path):
+    source = write_rows(tmp_path / "in.jsonl", ticket_rows(3000))
+    out = tmp_path / "out.jsonl"
+    command = [sys.executable, "-m", "decirank", "batch", "filter", str(source), "--out", str(out), *FILTER,
+               "--workers", "2", "--batch-size", "3"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+    journal = tmp_path / "out.jsonl.progress" / "done.jsonl"
+    deadline = time.monotonic() + 120
+    while not (journal.exists() and journal.read_bytes().count(b"\n") >= 30):
+        assert process.poll() is None, process.communicate()[1].decode()
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    workers = _children(process.pid)
+    process.send_signal(signal.SIGKILL)  # the driver alone, mid-way; its workers must notice and go
+    process.communicate()
+    assert process.returncode == -signal.SIGKILL and not out.exists()
+    done_before = journal.read_bytes().count(b"\n")
+    assert 30 <= done_before < 1000
+    gone_by = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text() for pid in workers):
+        assert time.monotonic() < gone_by, "a worker outlived its killed driver"
+        time.sleep(0.1)
+
+    again = run_cli("batch", "filter", str(source), "--out", str(out), *FILTER, "--workers", "2", "--batch-size", "3",
+                    "--json")
+    assert again.returncode == 0, again.stderr
+    summary = json.loads(again.stdout)
+    assert summary["resumed"] >= 3 * done_before - 3 and summary["answered"] == 3000
+    whole = decirank.batch("filter", source, tmp_path / "whole.jsonl", question=FILTER[1], text="text", model="lexical",
+                           workers=0, batch_size=3)
+    assert out.read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
+
+    # One run for the whole batch, killed and resumed: it ends as a success, its chunks its children.
+    runs = json.loads(run_cli("runs", "list", "--tool", "batch", "--json", "--limit", "10").stdout)
+    batches = [run for run in runs if run["id"] != whole.run_id]
+    assert [run["status"] for run in batches] == ["success"] and batches[0]["id"] == summary["run_id"]
+
+
+# -- bad options -------------------------------------------------------------------------------------
+
+FILES = {"in.jsonl": "".join(json.dumps(row) + "\n" for row in ticket_rows(3)), "in.txt": "x\n", "exists.jsonl": "x\n"}
+
+# (id, arguments ({d} is the folder of FILES), what stderr must name)
+CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+    ("unknown-tool", ("batch", "sort", "{d}/in.jsonl", "--out", "{d}/o.jsonl"), ("TOOL", "sort")),
+    ("no-out", ("batch", "filter", "{d}/in.jsonl", "-q", "Q"), ("--out",)),
+    ("input-extension", ("batch", "filter", "{d}/in.txt", "--out", "{d}/o.jsonl", "-q", "Q"), ("INPUT", ".jsonl, .csv or .parquet")),
+    ("input-missing", ("batch", "filter", "{d}/none.jsonl", "--out", "{d}/o.jsonl", "-q", "Q"), ("INPUT", "does not exist")),
+    ("out-extension", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.json", "-q", "Q"), ("--out", "'.json'")),
+    ("out-exists", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/exists.jsonl", "-q", "Q", "-m", "lexical"),
+     ("--out", "--overwrite")),
+    ("no-question", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl"), ("--question",)),
+    ("no-options", ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q"), ("--options",)),
+    ("one-option", ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--options", "a"),
+     ("--options", "1 options")),
+    ("bad-options-json", ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--options", "[1, 2]"),
+     ("--options.0",)),
+    ("state-for-classify", ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--options", "a,b",
+                            "--state", "x"), ("--state", "filter")),
+    ("no-query", ("batch", "rerank", "{d}/in.jsonl", "--out", "{d}/o.jsonl"), ("--query",)),
+    ("text-and-describe", ("batch", "score", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--text", "a",
+                           "--describe", "b"), ("--text", "not both")),
+    ("min-confidence", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--min-confidence", "2"),
+     ("--min-confidence",)),
+    ("engine", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--engine", "spark"), ("--engine",)),
+    ("address-without-ray", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--address", "x:1"),
+     ("--address", "engine ray")),
+    ("workers", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--workers", "-1"), ("--workers",)),
+    ("batch-size", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--batch-size", "0"),
+     ("--batch-size",)),
+    ("unknown-model", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "-m", "nosuch:x"),
+     ("nosuch",)),
+    ("examples", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--examples", "nosuchset"),
+     ("--examples",)),
+    ("errors-extension", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--errors", "{d}/e.csv"),
+     ("--errors", ".jsonl")),
+]
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bad-batch")
+    for name, text in FILES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    environment = {**os.environ, "DECIRANK_HOME": str(folder / "home")}
+
+    def one(case):
+        _, arguments, _ = case
+        return run_cli(*(argument.replace("{d}", str(folder)) for argument in arguments), env=environment)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(one, CASES))
+    return {case[0]: result for case, result in zip(CASES, results, strict=True)}
+
+
+@pytest.mark.parametrize(("name", "named"), [(case[0], case[2]) for case in CASES], ids=[case[0] for case in CASES])
+def test_a_bad_option_is_one_line_naming_it(outcomes, name, named):
+    result = outcomes[name]
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.stderr
+    for word in named:
+        assert word in lines[0], lines[0]
