@@ -25,6 +25,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -86,8 +87,8 @@ def _status(pid: int) -> tuple[str, int] | None:
 class MemoryWatch:
     """Samples the high-water RSS of a process tree every 0.2 s, by process kind."""
 
-    def __init__(self, root: int) -> None:
-        self.root = root
+    def __init__(self, *roots: int) -> None:
+        self.roots = roots
         self.peaks: dict[int, tuple[str, int]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -95,7 +96,7 @@ class MemoryWatch:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            stack = [self.root]
+            stack = list(self.roots)
             while stack:
                 pid = stack.pop()
                 status = _status(pid)
@@ -118,9 +119,61 @@ class MemoryWatch:
         }
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _descendants(pid: int) -> list[int]:
+    found, stack = [], [pid]
+    while stack:
+        for child in _children(stack.pop()):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+#: A head on the loopback for one benchmark run: no token to share between it and the batch.
+RAY_LOOPBACK = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+
+
+class RayHead:
+    """A Ray instance of our own, as a cluster's head runs it (``ray start --head --block``), ended by PID."""
+
+    def __init__(self, cpus: int) -> None:
+        self.port = _free_port()
+        ray = str(Path(sys.executable).with_name("ray"))
+        self.process = subprocess.Popen(
+            [ray, "start", "--head", "--block", f"--port={self.port}", f"--num-cpus={cpus}",
+             "--include-dashboard=false", "--disable-usage-stats"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=RAY_LOOPBACK,
+        )
+        self.address = f"127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 60
+        while not any("raylet" in (_status(pid) or ("", 0))[0] for pid in _descendants(self.process.pid)):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise SystemExit("ray start --head did not come up")
+            time.sleep(0.5)
+        time.sleep(3)  # the raylet registers with the GCS
+
+    def stop(self) -> None:
+        # Only the processes this head started: other Ray instances on the machine are left alone.
+        pids = _descendants(self.process.pid) + [self.process.pid]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            time.sleep(2)
+        self.process.wait()
+
+
 def run_batch(
     data: Path, out: Path, home: Path, *, model: str, workers: int, engine: str = "local",
     cores: set[int] | None = None, kill_after_chunks: int | None = None, batch_size: int | None = None,
+    address: str | None = None, also_watch: tuple[int, ...] = (),
 ) -> dict[str, Any]:
     command = [
         sys.executable, "-m", "decirank", "batch", "filter", str(data), "--out", str(out),
@@ -129,13 +182,15 @@ def run_batch(
     ]
     if batch_size:
         command += ["--batch-size", str(batch_size)]
-    environment = {**os.environ, "DECIRANK_HOME": str(home)}
+    if address:
+        command += ["--address", address]
+    environment = {**(RAY_LOOPBACK if address else os.environ), "DECIRANK_HOME": str(home)}
     started = time.perf_counter()
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, text=True,
         preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None,
     )
-    watch = MemoryWatch(process.pid)
+    watch = MemoryWatch(process.pid, *also_watch)
     if kill_after_chunks is not None:
         journal = out.with_name(out.name + ".progress") / "done.jsonl"
         while process.poll() is None:
@@ -195,9 +250,19 @@ def main() -> None:
 
         reference = (root / f"{workers} workers.jsonl").read_bytes()
         if not arguments.no_ray:
-            ray = run(f"ray, {workers} actors", workers=workers, engine="ray")
+            ray = run(f"ray, {workers} actors, Ray started by the batch", workers=workers, engine="ray")
             results["ray_overhead"] = round(ray["seconds"] / plain["seconds"] - 1, 3)
-            results["ray_output_identical"] = (root / f"ray, {workers} actors.jsonl").read_bytes() == reference
+            head = RayHead(workers)
+            try:
+                running = run(f"ray, {workers} actors, a running Ray (--address)", workers=workers, engine="ray",
+                              address=head.address, also_watch=(head.process.pid,))
+            finally:
+                head.stop()
+            results["ray_overhead_running"] = round(running["seconds"] / plain["seconds"] - 1, 3)
+            results["ray_output_identical"] = all(
+                (root / f"{measured['name']}.jsonl").read_bytes() == reference
+                for measured in results["runs"] if measured["engine"] == "ray"
+            )
 
         # Resume: kill the driver with SIGKILL once a third of the chunks are done, then run it again.
         resumed_out = root / "resumed.jsonl"
@@ -223,8 +288,8 @@ def main() -> None:
         )
     print(f"\nscaling 1 -> {workers} workers: x{results['scaling']}; {results['rows_per_second_per_core']} rows/s per core")
     if "ray_overhead" in results:
-        print(f"ray overhead against {workers} plain workers: {results['ray_overhead']:+.1%}; "
-              f"output identical: {results['ray_output_identical']}")
+        print(f"ray overhead against {workers} plain workers: {results['ray_overhead']:+.1%} starting Ray, "
+              f"{results['ray_overhead_running']:+.1%} on a running Ray; output identical: {results['ray_output_identical']}")
     resume = results["resume"]
     print(f"resume: killed (SIGKILL) after {resume['chunks_done']} of {chunks} chunks; rerun output identical "
           f"to the uninterrupted one: {resume['identical']}")
