@@ -38,18 +38,53 @@ QUESTION = "Is the customer asking about a refund or a payment?"
 
 _WHO = ["I", "My wife", "We", "My son", "Our team", "The shop", "My landlord", "A friend", "My manager", "Grandma"]
 _WHAT = [
-    "was charged twice for", "never received", "cannot log in to see", "want a refund for", "love", "returned",
-    "got a broken screen on", "waited three weeks for", "cannot cancel", "was billed late for", "need an invoice for",
-    "cannot update the address on", "lost the password for", "got the wrong size of", "have a question about",
+    "was charged twice for",
+    "never received",
+    "cannot log in to see",
+    "want a refund for",
+    "love",
+    "returned",
+    "got a broken screen on",
+    "waited three weeks for",
+    "cannot cancel",
+    "was billed late for",
+    "need an invoice for",
+    "cannot update the address on",
+    "lost the password for",
+    "got the wrong size of",
+    "have a question about",
 ]
 _THING = [
-    "the blue jacket", "order 4471", "my subscription", "the phone case", "the gift card", "a birthday cake",
-    "the annual plan", "the running shoes", "the kitchen table", "the app's premium tier", "a concert ticket",
-    "the coffee machine", "my last payment", "the delivery fee", "the spare battery", "the hotel booking",
+    "the blue jacket",
+    "order 4471",
+    "my subscription",
+    "the phone case",
+    "the gift card",
+    "a birthday cake",
+    "the annual plan",
+    "the running shoes",
+    "the kitchen table",
+    "the app's premium tier",
+    "a concert ticket",
+    "the coffee machine",
+    "my last payment",
+    "the delivery fee",
+    "the spare battery",
+    "the hotel booking",
 ]
 _TAIL = [
-    "yesterday", "last month", "twice now", "since Monday", "after the update", "and nobody answers",
-    "please help", "what should I do", "is this normal", "thanks in advance", "again", "this morning",
+    "yesterday",
+    "last month",
+    "twice now",
+    "since Monday",
+    "after the update",
+    "and nobody answers",
+    "please help",
+    "what should I do",
+    "is this normal",
+    "thanks in advance",
+    "again",
+    "this morning",
 ]
 
 
@@ -145,9 +180,20 @@ class RayHead:
         self.port = _free_port()
         ray = str(Path(sys.executable).with_name("ray"))
         self.process = subprocess.Popen(
-            [ray, "start", "--head", "--block", f"--port={self.port}", f"--num-cpus={cpus}",
-             "--include-dashboard=false", "--disable-usage-stats"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=RAY_LOOPBACK,
+            [
+                ray,
+                "start",
+                "--head",
+                "--block",
+                f"--port={self.port}",
+                f"--num-cpus={cpus}",
+                "--include-dashboard=false",
+                "--disable-usage-stats",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=RAY_LOOPBACK,
         )
         self.address = f"127.0.0.1:{self.port}"
         deadline = time.monotonic() + 60
@@ -171,14 +217,39 @@ class RayHead:
 
 
 def run_batch(
-    data: Path, out: Path, home: Path, *, model: str, workers: int, engine: str = "local",
-    cores: set[int] | None = None, kill_after_chunks: int | None = None, batch_size: int | None = None,
-    address: str | None = None, also_watch: tuple[int, ...] = (),
+    data: Path,
+    out: Path,
+    home: Path,
+    *,
+    model: str,
+    workers: int,
+    engine: str = "local",
+    cores: set[int] | None = None,
+    kill_after_chunks: int | None = None,
+    batch_size: int | None = None,
+    address: str | None = None,
+    also_watch: tuple[int, ...] = (),
 ) -> dict[str, Any]:
     command = [
-        sys.executable, "-m", "decirank", "batch", "filter", str(data), "--out", str(out),
-        "--question", QUESTION, "--text", "text", "--model", model, "--workers", str(workers),
-        "--engine", engine, "--json",
+        sys.executable,
+        "-m",
+        "decirank",
+        "batch",
+        "filter",
+        str(data),
+        "--out",
+        str(out),
+        "--question",
+        QUESTION,
+        "--text",
+        "text",
+        "--model",
+        model,
+        "--workers",
+        str(workers),
+        "--engine",
+        engine,
+        "--json",
     ]
     if batch_size:
         command += ["--batch-size", str(batch_size)]
@@ -187,7 +258,11 @@ def run_batch(
     environment = {**(RAY_LOOPBACK if address else os.environ), "DECIRANK_HOME": str(home)}
     started = time.perf_counter()
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, text=True,
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment,
+        text=True,
         preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None,
     )
     watch = MemoryWatch(process.pid, *also_watch)
@@ -254,21 +329,33 @@ def main() -> None:
             results["ray_overhead"] = round(ray["seconds"] / plain["seconds"] - 1, 3)
             head = RayHead(workers)
             try:
-                running = run(f"ray, {workers} actors, a running Ray (--address)", workers=workers, engine="ray",
-                              address=head.address, also_watch=(head.process.pid,))
+                running = run(
+                    f"ray, {workers} actors, a running Ray (--address)",
+                    workers=workers,
+                    engine="ray",
+                    address=head.address,
+                    also_watch=(head.process.pid,),
+                )
             finally:
                 head.stop()
             results["ray_overhead_running"] = round(running["seconds"] / plain["seconds"] - 1, 3)
             results["ray_output_identical"] = all(
                 (root / f"{measured['name']}.jsonl").read_bytes() == reference
-                for measured in results["runs"] if measured["engine"] == "ray"
+                for measured in results["runs"]
+                if measured["engine"] == "ray"
             )
 
         # Resume: kill the driver with SIGKILL once a third of the chunks are done, then run it again.
         resumed_out = root / "resumed.jsonl"
         chunks = -(-arguments.rows // 256)
-        killed = run_batch(data, resumed_out, root / "home-resume", model=arguments.model, workers=workers,
-                           kill_after_chunks=max(1, chunks // 3))
+        killed = run_batch(
+            data,
+            resumed_out,
+            root / "home-resume",
+            model=arguments.model,
+            workers=workers,
+            kill_after_chunks=max(1, chunks // 3),
+        )
         again = run_batch(data, resumed_out, root / "home-resume", model=arguments.model, workers=workers)
         results["resume"] = {
             **killed,
@@ -279,20 +366,26 @@ def main() -> None:
         print(json.dumps(results, indent=2))
         return
     print(f"decirank batch filter, {results['rows']} short texts, model {results['model']}, {workers} cores\n")
-    print(f"| run | rows/s | seconds (wall) | peak MB per worker | peak MB driver |")
-    print(f"|-----|--------|----------------|--------------------|----------------|")
+    print("| run | rows/s | seconds (wall) | peak MB per worker | peak MB driver |")
+    print("|-----|--------|----------------|--------------------|----------------|")
     for measured in results["runs"]:
         print(
             f"| {measured['name']} | {measured['rows_per_second']:.0f} | {measured['seconds']:.1f} ({measured['wall_s']}) "
             f"| {measured['worker_mb']} | {measured['driver_mb']} |"
         )
-    print(f"\nscaling 1 -> {workers} workers: x{results['scaling']}; {results['rows_per_second_per_core']} rows/s per core")
+    print(
+        f"\nscaling 1 -> {workers} workers: x{results['scaling']}; {results['rows_per_second_per_core']} rows/s per core"
+    )
     if "ray_overhead" in results:
-        print(f"ray overhead against {workers} plain workers: {results['ray_overhead']:+.1%} starting Ray, "
-              f"{results['ray_overhead_running']:+.1%} on a running Ray; output identical: {results['ray_output_identical']}")
+        print(
+            f"ray overhead against {workers} plain workers: {results['ray_overhead']:+.1%} starting Ray, "
+            f"{results['ray_overhead_running']:+.1%} on a running Ray; output identical: {results['ray_output_identical']}"
+        )
     resume = results["resume"]
-    print(f"resume: killed (SIGKILL) after {resume['chunks_done']} of {chunks} chunks; rerun output identical "
-          f"to the uninterrupted one: {resume['identical']}")
+    print(
+        f"resume: killed (SIGKILL) after {resume['chunks_done']} of {chunks} chunks; rerun output identical "
+        f"to the uninterrupted one: {resume['identical']}"
+    )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 
 SUBJECTS = ["my card", "the refund", "the parcel", "my dog", "the app", "the invoice", "our cat", "the screen"]
-VERBS = ["was charged twice for", "never arrived with", "stopped working after", "loves", "crashed during", "is late for"]
+VERBS = [
+    "was charged twice for",
+    "never arrived with",
+    "stopped working after",
+    "loves",
+    "crashed during",
+    "is late for",
+]
 OBJECTS = ["the update", "last week", "the payment", "dinner", "my order", "the vet visit"]
 
 

@@ -16,7 +16,7 @@ import decirank
 from decirank.batching import BatchStopped
 from decirank.errors import InvalidInputError, ModelConnectionError, UnknownModelError
 from decirank.stores.runlog import current_runlog
-from decirank.testing import ScriptedBackend, use_backend, uniform_answers
+from decirank.testing import ScriptedBackend, uniform_answers, use_backend
 from decirank.types.answers import LikelihoodAnswer
 
 from .conftest import read_output, ticket_rows, write_rows
@@ -34,7 +34,14 @@ def run_filter(tickets: Path, out: Path, **options):
 
 @pytest.mark.parametrize(
     ("source", "target"),
-    [("jsonl", "jsonl"), ("csv", "csv"), ("parquet", "parquet"), ("jsonl", "parquet"), ("csv", "jsonl"), ("parquet", "csv")],
+    [
+        ("jsonl", "jsonl"),
+        ("csv", "csv"),
+        ("parquet", "parquet"),
+        ("jsonl", "parquet"),
+        ("csv", "jsonl"),
+        ("parquet", "csv"),
+    ],
 )
 def test_output_is_the_input_rows_plus_answers_in_order(tmp_path, source, target):
     rows = ticket_rows(40)
@@ -66,7 +73,9 @@ def test_the_same_batch_writes_the_same_bytes(tmp_path, tickets):
 def test_describe_shows_a_dot_path_and_no_option_shows_the_whole_row(tmp_path):
     rows = [{"meta": {"title": f"refund for order {i}"}, "n": i} for i in range(6)]
     source = write_rows(tmp_path / "in.jsonl", rows)
-    by_path = decirank.batch("score", source, tmp_path / "p.jsonl", question=QUESTION, describe="meta.title", model="lexical", workers=0)
+    by_path = decirank.batch(
+        "score", source, tmp_path / "p.jsonl", question=QUESTION, describe="meta.title", model="lexical", workers=0
+    )
     whole = decirank.batch("score", source, tmp_path / "w.jsonl", question=QUESTION, model="lexical", workers=0)
     assert by_path.answered == whole.answered == 6
     expected = decirank.tools.score.score([row["meta"]["title"] for row in rows], QUESTION, model="lexical")
@@ -78,24 +87,41 @@ def test_describe_shows_a_dot_path_and_no_option_shows_the_whole_row(tmp_path):
 
 def test_classify_picks_one_option_per_row(tmp_path, tickets):
     result = decirank.batch(
-        "classify", tickets, tmp_path / "out.jsonl", question="What is it about?",
+        "classify",
+        tickets,
+        tmp_path / "out.jsonl",
+        question="What is it about?",
         options={"billing": "payments and refunds", "pets": "dogs and cats", "tech": "apps and screens"},
-        text="text", model="lexical", workers=0, batch_size=50,
+        text="text",
+        model="lexical",
+        workers=0,
+        batch_size=50,
     )
     assert result.answered == 120
     written = read_output(tmp_path / "out.jsonl")
     assert {row["choice"] for row in written} <= {"billing", "pets", "tech"}
     assert all(0 < row["probability"] <= 1 for row in written)
     texts = [row["text"] for row in written[:50]]
-    direct = decirank.tools.classify.classify(texts, "What is it about?", written and {
-        "billing": "payments and refunds", "pets": "dogs and cats", "tech": "apps and screens"}, model="lexical")
+    direct = decirank.tools.classify.classify(
+        texts,
+        "What is it about?",
+        written and {"billing": "payments and refunds", "pets": "dogs and cats", "tech": "apps and screens"},
+        model="lexical",
+    )
     assert [row["choice"] for row in written[:50]] == [d.choice for d in direct.decisions]
 
 
 def test_score_asks_about_each_row(tmp_path, tickets):
     result = decirank.batch(
-        "score", tickets, tmp_path / "out.csv", question="Is this about a pet?", true="a pet", false="not a pet",
-        text="text", model="lexical", workers=0,
+        "score",
+        tickets,
+        tmp_path / "out.csv",
+        question="Is this about a pet?",
+        true="a pet",
+        false="not a pet",
+        text="text",
+        model="lexical",
+        workers=0,
     )
     assert result.answered == 120
     assert all(0 <= float(row["probability"]) <= 1 for row in read_output(tmp_path / "out.csv"))
@@ -106,15 +132,18 @@ def test_rerank_ranks_within_each_query_group(tmp_path):
     for number, row in enumerate(ticket_rows(30)):
         rows.append({**row, "q": ["refund for my card", "my dog"][number % 2]})
     source = write_rows(tmp_path / "in.jsonl", rows)
-    result = decirank.batch("rerank", source, tmp_path / "out.jsonl", query_field="q", text="text", model="lexical",
-                            workers=0, batch_size=7)
+    result = decirank.batch(
+        "rerank", source, tmp_path / "out.jsonl", query_field="q", text="text", model="lexical", workers=0, batch_size=7
+    )
     assert result.answered == 30
     written = read_output(tmp_path / "out.jsonl")
     for query in ("refund for my card", "my dog"):
         group = [row for row in written if row["q"] == query]
         ordered = sorted(group, key=lambda row: (-row["relevance_score"], row["id"]))
         assert [row["rank"] for row in ordered] == list(range(1, len(group) + 1))
-    one_query = decirank.batch("rerank", source, tmp_path / "one.jsonl", query="refund", text="text", model="lexical", workers=0)
+    one_query = decirank.batch(
+        "rerank", source, tmp_path / "one.jsonl", query="refund", text="text", model="lexical", workers=0
+    )
     assert sorted(row["rank"] for row in read_output(tmp_path / "one.jsonl")) == list(range(1, 31))
     assert one_query.failed == 0
 
@@ -153,7 +182,11 @@ def test_a_bad_row_is_reported_and_the_rest_answered(tmp_path):
 def test_a_row_the_model_fails_on_is_isolated(tmp_path, tickets):
     def answer(request):
         # A model that leaves out its answer to one ticket: that ticket's call fails as a whole.
-        return {qid: LikelihoodAnswer(0.5) for qid, question in request.questions.items() if "(ticket 37)" not in question.instructions}
+        return {
+            qid: LikelihoodAnswer(0.5)
+            for qid, question in request.questions.items()
+            if "(ticket 37)" not in question.instructions
+        }
 
     backend = ScriptedBackend(answer=answer)
     with use_backend(backend) as model:
@@ -285,10 +318,20 @@ def test_worker_processes_write_what_this_process_writes(tmp_path, tickets):
 def test_the_embedded_model_in_a_worker_answers_as_the_filter_tool(tmp_path):
     rows = ticket_rows(60)
     source = write_rows(tmp_path / "in.csv", rows)
-    result = decirank.batch("filter", source, tmp_path / "out.jsonl", question="Is this about a pet?",
-                            state={"site": "a pet shop"}, text="text", model="local", workers=1)
+    result = decirank.batch(
+        "filter",
+        source,
+        tmp_path / "out.jsonl",
+        question="Is this about a pet?",
+        state={"site": "a pet shop"},
+        text="text",
+        model="local",
+        workers=1,
+    )
     assert (result.answered, list(result.models)) == (60, ["local:default"])
-    expected = decirank.filter([row["text"] for row in rows], "Is this about a pet?", {"site": "a pet shop"}, model="local")
+    expected = decirank.filter(
+        [row["text"] for row in rows], "Is this about a pet?", {"site": "a pet shop"}, model="local"
+    )
     written = read_output(tmp_path / "out.jsonl")
     assert [row["probability"] for row in written] == [d.probability for d in expected.decisions]
     assert [row["kept"] for row in written] == [d.kept for d in expected.decisions]

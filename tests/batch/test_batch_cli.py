@@ -28,13 +28,29 @@ FILTER = ("--question", "Is this about a payment?", "--text", "text", "--model",
 
 def test_batch_writes_the_output_and_says_what_it_did(tmp_path):
     source = write_rows(tmp_path / "in.csv", ticket_rows(50))
-    done = run_cli("batch", "classify", str(source), "--out", str(tmp_path / "out.jsonl"), "--question", "Which queue?",
-                   "--options", "billing,pets,tech", "--text", "text", "--model", "lexical", "--workers", "0")
+    done = run_cli(
+        "batch",
+        "classify",
+        str(source),
+        "--out",
+        str(tmp_path / "out.jsonl"),
+        "--question",
+        "Which queue?",
+        "--options",
+        "billing,pets,tech",
+        "--text",
+        "text",
+        "--model",
+        "lexical",
+        "--workers",
+        "0",
+    )
     assert done.returncode == 0, done.stderr
     assert "classify: 50 rows written to" in done.stdout and "50 answered" in done.stdout
     assert {row["choice"] for row in read_output(tmp_path / "out.jsonl")} <= {"billing", "pets", "tech"}
-    as_json = run_cli("batch", "filter", str(source), "--out", str(tmp_path / "out.parquet"), *FILTER, "--json",
-                      "--workers", "1")
+    as_json = run_cli(
+        "batch", "filter", str(source), "--out", str(tmp_path / "out.parquet"), *FILTER, "--json", "--workers", "1"
+    )
     summary = json.loads(as_json.stdout)
     assert (summary["rows"], summary["answered"], summary["engine"], summary["workers"]) == (50, 50, "local", 1)
     assert summary["run_id"] and summary["models"] == {"lexical:bm25": summary["usage"]}
@@ -50,8 +66,21 @@ def _children(pid: int) -> list[int]:
 def test_a_batch_killed_with_sigkill_resumes_to_the_bytes_of_an_uninterrupted_one(tmp_path):
     source = write_rows(tmp_path / "in.jsonl", ticket_rows(3000))
     out = tmp_path / "out.jsonl"
-    command = [sys.executable, "-m", "decirank", "batch", "filter", str(source), "--out", str(out), *FILTER,
-               "--workers", "2", "--batch-size", "3"]
+    command = [
+        sys.executable,
+        "-m",
+        "decirank",
+        "batch",
+        "filter",
+        str(source),
+        "--out",
+        str(out),
+        *FILTER,
+        "--workers",
+        "2",
+        "--batch-size",
+        "3",
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
     journal = tmp_path / "out.jsonl.progress" / "done.jsonl"
     deadline = time.monotonic() + 120
@@ -66,17 +95,28 @@ def test_a_batch_killed_with_sigkill_resumes_to_the_bytes_of_an_uninterrupted_on
     done_before = journal.read_bytes().count(b"\n")
     assert 30 <= done_before < 1000
     gone_by = time.monotonic() + 10
-    while any(Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text() for pid in workers):
+    while any(
+        Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text() for pid in workers
+    ):
         assert time.monotonic() < gone_by, "a worker outlived its killed driver"
         time.sleep(0.1)
 
-    again = run_cli("batch", "filter", str(source), "--out", str(out), *FILTER, "--workers", "2", "--batch-size", "3",
-                    "--json")
+    again = run_cli(
+        "batch", "filter", str(source), "--out", str(out), *FILTER, "--workers", "2", "--batch-size", "3", "--json"
+    )
     assert again.returncode == 0, again.stderr
     summary = json.loads(again.stdout)
     assert summary["resumed"] >= 3 * done_before - 3 and summary["answered"] == 3000
-    whole = decirank.batch("filter", source, tmp_path / "whole.jsonl", question=FILTER[1], text="text", model="lexical",
-                           workers=0, batch_size=3)
+    whole = decirank.batch(
+        "filter",
+        source,
+        tmp_path / "whole.jsonl",
+        question=FILTER[1],
+        text="text",
+        model="lexical",
+        workers=0,
+        batch_size=3,
+    )
     assert out.read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
 
     # One run for the whole batch, killed and resumed: it ends as a success, its chunks its children.
@@ -93,36 +133,85 @@ FILES = {"in.jsonl": "".join(json.dumps(row) + "\n" for row in ticket_rows(3)), 
 CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("unknown-tool", ("batch", "sort", "{d}/in.jsonl", "--out", "{d}/o.jsonl"), ("TOOL", "sort")),
     ("no-out", ("batch", "filter", "{d}/in.jsonl", "-q", "Q"), ("--out",)),
-    ("input-extension", ("batch", "filter", "{d}/in.txt", "--out", "{d}/o.jsonl", "-q", "Q"), ("INPUT", ".jsonl, .csv or .parquet")),
-    ("input-missing", ("batch", "filter", "{d}/none.jsonl", "--out", "{d}/o.jsonl", "-q", "Q"), ("INPUT", "does not exist")),
+    (
+        "input-extension",
+        ("batch", "filter", "{d}/in.txt", "--out", "{d}/o.jsonl", "-q", "Q"),
+        ("INPUT", ".jsonl, .csv or .parquet"),
+    ),
+    (
+        "input-missing",
+        ("batch", "filter", "{d}/none.jsonl", "--out", "{d}/o.jsonl", "-q", "Q"),
+        ("INPUT", "does not exist"),
+    ),
     ("out-extension", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.json", "-q", "Q"), ("--out", "'.json'")),
-    ("out-exists", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/exists.jsonl", "-q", "Q", "-m", "lexical"),
-     ("--out", "--overwrite")),
+    (
+        "out-exists",
+        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/exists.jsonl", "-q", "Q", "-m", "lexical"),
+        ("--out", "--overwrite"),
+    ),
     ("no-question", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl"), ("--question",)),
     ("no-options", ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q"), ("--options",)),
-    ("one-option", ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--options", "a"),
-     ("--options", "1 options")),
-    ("bad-options-json", ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--options", "[1, 2]"),
-     ("--options.0",)),
-    ("state-for-classify", ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--options", "a,b",
-                            "--state", "x"), ("--state", "filter")),
+    (
+        "one-option",
+        ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--options", "a"),
+        ("--options", "1 options"),
+    ),
+    (
+        "bad-options-json",
+        ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--options", "[1, 2]"),
+        ("--options.0",),
+    ),
+    (
+        "state-for-classify",
+        ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--options", "a,b", "--state", "x"),
+        ("--state", "filter"),
+    ),
     ("no-query", ("batch", "rerank", "{d}/in.jsonl", "--out", "{d}/o.jsonl"), ("--query",)),
-    ("text-and-describe", ("batch", "score", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--text", "a",
-                           "--describe", "b"), ("--text", "not both")),
-    ("min-confidence", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--min-confidence", "2"),
-     ("--min-confidence",)),
-    ("engine", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--engine", "spark"), ("--engine",)),
-    ("address-without-ray", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--address", "x:1"),
-     ("--address", "engine ray")),
-    ("workers", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--workers", "-1"), ("--workers",)),
-    ("batch-size", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--batch-size", "0"),
-     ("--batch-size",)),
-    ("unknown-model", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "-m", "nosuch:x"),
-     ("nosuch",)),
-    ("examples", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--examples", "nosuchset"),
-     ("--examples",)),
-    ("errors-extension", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--errors", "{d}/e.csv"),
-     ("--errors", ".jsonl")),
+    (
+        "text-and-describe",
+        ("batch", "score", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--text", "a", "--describe", "b"),
+        ("--text", "not both"),
+    ),
+    (
+        "min-confidence",
+        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--min-confidence", "2"),
+        ("--min-confidence",),
+    ),
+    (
+        "engine",
+        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--engine", "spark"),
+        ("--engine",),
+    ),
+    (
+        "address-without-ray",
+        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--address", "x:1"),
+        ("--address", "engine ray"),
+    ),
+    (
+        "workers",
+        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--workers", "-1"),
+        ("--workers",),
+    ),
+    (
+        "batch-size",
+        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--batch-size", "0"),
+        ("--batch-size",),
+    ),
+    (
+        "unknown-model",
+        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "-m", "nosuch:x"),
+        ("nosuch",),
+    ),
+    (
+        "examples",
+        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--examples", "nosuchset"),
+        ("--examples",),
+    ),
+    (
+        "errors-extension",
+        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--errors", "{d}/e.csv"),
+        ("--errors", ".jsonl"),
+    ),
 ]
 
 

@@ -40,7 +40,14 @@ __all__ = ["BatchStopped", "ChunkOutcome", "Item", "answer_chunk", "prepare_work
 #: ``(offset in the chunk, text, query or None)``.
 Item = tuple[int, str, "str | None"]
 
-_ROW_ERRORS = (InvalidInputError, InvalidAnswerError, ModelRequestInvalidError, TooLargeError, RefusalError, LimitExceededError)
+_ROW_ERRORS = (
+    InvalidInputError,
+    InvalidAnswerError,
+    ModelRequestInvalidError,
+    TooLargeError,
+    RefusalError,
+    LimitExceededError,
+)
 
 
 def row_error(error: BaseException) -> bool:
@@ -104,7 +111,9 @@ def usage_from_dict(data: dict[str, Any] | None) -> Usage:
     """A :class:`Usage` from its ``to_dict()`` (None is no usage)."""
     if not data:
         return Usage()
-    return Usage(**{key: data[key] for key in ("input_tokens", "output_tokens", "cached_tokens", "cost", "currency", "calls")})
+    return Usage(
+        **{key: data[key] for key in ("input_tokens", "output_tokens", "cached_tokens", "cost", "currency", "calls")}
+    )
 
 
 async def _ask(task: Task, items: list[Item]) -> tuple[list[dict[str, Any]], list[tuple[str, Usage]]]:
@@ -115,7 +124,12 @@ async def _ask(task: Task, items: list[Item]) -> tuple[list[dict[str, Any]], lis
         from ..tools.filter import afilter
 
         result = await afilter(
-            texts, task.question, task.state, min_confidence=task.min_confidence, examples=list(task.examples) or None, **common
+            texts,
+            task.question,
+            task.state,
+            min_confidence=task.min_confidence,
+            examples=list(task.examples) or None,
+            **common,
         )
         answers = [{"probability": d.probability, "kept": d.kept} for d in result.decisions]
         return answers, [(result.model, result.usage)]
@@ -130,7 +144,9 @@ async def _ask(task: Task, items: list[Item]) -> tuple[list[dict[str, Any]], lis
         from ..tools.classify import aclassify
 
         result = await aclassify(texts, task.question, task.options, examples=list(task.examples) or None, **common)
-        return [{"choice": d.choice, "probability": d.probability} for d in result.decisions], [(result.model, result.usage)]
+        return [{"choice": d.choice, "probability": d.probability} for d in result.decisions], [
+            (result.model, result.usage)
+        ]
     # rerank: one call per query; a document's score is its probability, its rank is set once the group is whole.
     from ..tools.rerank import arerank
 

@@ -109,17 +109,21 @@ def _check_count(value: Any, field: str, *, minimum: int) -> int | None:
 
 
 def _check_paths(input: Any, output: Any, errors: Any) -> tuple[Path, str, Path, str, Path]:
-    for field, value in (("input", input), ("output", output)):
+    for name, value in (("input", input), ("output", output)):
         if not isinstance(value, str | os.PathLike) or not os.fspath(value):
-            raise InvalidInputError(field, "a file path", got=value)
+            raise InvalidInputError(name, "a file path", got=value)
     input_path, output_path = Path(input), Path(output)
     in_fmt = file_format(input_path, "input")
     out_fmt = file_format(output_path, "output")
     if not input_path.is_file():
         kind = "is not a regular file" if input_path.exists() else "does not exist"
-        raise InvalidInputError("input", "a JSON Lines, CSV or Parquet file", detail=f"{os.fspath(input_path)!r} {kind}")
+        raise InvalidInputError(
+            "input", "a JSON Lines, CSV or Parquet file", detail=f"{os.fspath(input_path)!r} {kind}"
+        )
     if not output_path.parent.is_dir():
-        raise InvalidInputError("output", "a path in an existing folder", detail=f"no folder {os.fspath(output_path.parent)!r}")
+        raise InvalidInputError(
+            "output", "a path in an existing folder", detail=f"no folder {os.fspath(output_path.parent)!r}"
+        )
     if output_path.exists() and output_path.resolve() == input_path.resolve():
         raise InvalidInputError("output", "a file other than the input", detail=f"both are {os.fspath(input_path)!r}")
     errors_path = errors_path_for(output_path) if errors is None else Path(errors)
@@ -128,7 +132,9 @@ def _check_paths(input: Any, output: Any, errors: Any) -> tuple[Path, str, Path,
     if errors_path.resolve() in (input_path.resolve(), output_path.resolve()):
         raise InvalidInputError("errors", "a file other than the input and the output", got=os.fspath(errors_path))
     if not errors_path.parent.is_dir():
-        raise InvalidInputError("errors", "a path in an existing folder", detail=f"no folder {os.fspath(errors_path.parent)!r}")
+        raise InvalidInputError(
+            "errors", "a path in an existing folder", detail=f"no folder {os.fspath(errors_path.parent)!r}"
+        )
     return input_path, in_fmt, output_path, out_fmt, errors_path
 
 
@@ -137,18 +143,23 @@ def _check_columns(job: Job, columns: list[str] | None, input_path: Path) -> Non
     if columns is None:
         return
     shown = ", ".join(columns[:20]) + (" ..." if len(columns) > 20 else "")
-    for field, column in (("text", job.text), ("query_field", job.query_field)):
+    for name, column in (("text", job.text), ("query_field", job.query_field)):
         if column is not None and column not in columns:
-            raise InvalidInputError(field, f"a column of {os.fspath(input_path)!r}", detail=f"no column {column!r}; it has {shown}")
+            raise InvalidInputError(
+                name, f"a column of {os.fspath(input_path)!r}", detail=f"no column {column!r}; it has {shown}"
+            )
     clash = [column for column in job.columns if column in columns]
     if clash:
         raise InvalidInputError(
-            "input", f"no column named like an answer column ({', '.join(job.columns)})",
+            "input",
+            f"no column named like an answer column ({', '.join(job.columns)})",
             detail=f"{os.fspath(input_path)!r} already has {', '.join(map(repr, clash))}",
         )
 
 
-def _prepare(job: Job, input_path: Path, fmt: str, chunk_rows: int, done: dict[int, Any], fail_fast: bool) -> Iterator[Prepared]:
+def _prepare(
+    job: Job, input_path: Path, fmt: str, chunk_rows: int, done: dict[int, Any], fail_fast: bool
+) -> Iterator[Prepared]:
     """The chunks not yet done, each with its askable rows and its row errors."""
     current: Prepared | None = None
     for row in read_rows(input_path, fmt):
@@ -167,7 +178,9 @@ def _prepare(job: Job, input_path: Path, fmt: str, chunk_rows: int, done: dict[i
                 raise RowProblem(row.problem, "InvalidRow")
             clash = [column for column in job.columns if column in row.value]
             if clash:
-                raise RowProblem(f"the row already has {', '.join(map(repr, clash))}, a column the answers go in", "InvalidRow")
+                raise RowProblem(
+                    f"the row already has {', '.join(map(repr, clash))}, a column the answers go in", "InvalidRow"
+                )
             text, query = row_item(job, row.value)
         except RowProblem as problem:
             if fail_fast:
@@ -233,7 +246,12 @@ def _assemble(
             error = errors_by_offset.get(offset)
             if error is not None:
                 failed += 1
-                record = {"row": row.index, "error": error[1], "message": error[2], "input": row.value if row.value is not None else row.raw}
+                record = {
+                    "row": row.index,
+                    "error": error[1],
+                    "message": error[2],
+                    "input": row.value if row.value is not None else row.raw,
+                }
                 line = json.dumps(record, ensure_ascii=True, default=str)
                 errors_file.write(line.encode("ascii") + b"\n")
     writer.close()
@@ -278,7 +296,9 @@ def run_batch(
     if engine not in ENGINES:
         raise InvalidInputError("engine", f"one of {', '.join(ENGINES)}", got=engine)
     if address is not None and engine != "ray":
-        raise InvalidInputError("address", "an address only with engine ray", detail="the local engine runs on this machine")
+        raise InvalidInputError(
+            "address", "an address only with engine ray", detail="the local engine runs on this machine"
+        )
     workers = _check_count(workers, "workers", minimum=0 if engine == "local" else 1)
     batch_size = _check_count(batch_size, "batch_size", minimum=1)
     input_path, in_fmt, output_path, out_fmt, errors_path = _check_paths(input, output, errors)
@@ -356,7 +376,9 @@ def run_batch(
             outcome.errors = sorted(prepared.problems + outcome.errors, key=lambda error: error[0])
             if fail_fast and outcome.errors:
                 offset, error_type, message = outcome.errors[0]
-                raise BatchStopped(f"row {prepared.start + offset} failed ({error_type}: {message}); stopped by fail-fast")
+                raise BatchStopped(
+                    f"row {prepared.start + offset} failed ({error_type}: {message}); stopped by fail-fast"
+                )
             progress.append(outcome)
             answered, failed = counts()
             if on_progress is not None:
@@ -390,8 +412,13 @@ def run_batch(
         models=dict(progress.usage),
     )
     record.close(
-        outputs(output=result.output, errors=result.errors, engine=result.engine, workers=result.workers,
-                rows_per_second=round(result.rows_per_second, 1)),
+        outputs(
+            output=result.output,
+            errors=result.errors,
+            engine=result.engine,
+            workers=result.workers,
+            rows_per_second=round(result.rows_per_second, 1),
+        ),
         usage,
         models,
         None,

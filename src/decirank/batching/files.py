@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 from .._jsonpath import JsonProblem, canonical_json, loads_json
 from ..errors import InvalidInputError, MissingAssetError
 
-__all__ = ["FORMATS", "Row", "answer_type", "file_format", "read_rows", "count_rows", "input_columns", "RowWriter"]
+__all__ = ["FORMATS", "Row", "RowWriter", "answer_type", "count_rows", "file_format", "input_columns", "read_rows"]
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 PARQUET_ROWS = 4096
@@ -48,7 +48,9 @@ def file_format(path: str | os.PathLike[str], field: str) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise InvalidInputError(
-            field, "a .jsonl, .csv or .parquet file", detail=f"{os.fspath(path)!r}: cannot tell its format from {suffix or 'no extension'!r}"
+            field,
+            "a .jsonl, .csv or .parquet file",
+            detail=f"{os.fspath(path)!r}: cannot tell its format from {suffix or 'no extension'!r}",
         )
     return FORMATS[suffix]
 
@@ -56,7 +58,7 @@ def file_format(path: str | os.PathLike[str], field: str) -> str:
 def _pyarrow():
     try:
         import pyarrow
-        import pyarrow.parquet  # noqa: F401
+        import pyarrow.parquet
     except ImportError:
         raise MissingAssetError("Parquet support (pyarrow)", "pip install 'decirank[batch]'") from None
     return pyarrow
@@ -74,18 +76,30 @@ def _jsonl_rows(path: Path) -> Iterator[Row]:
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError as error:
-                yield Row(index, None, f"line {number}: byte {error.start} is not UTF-8", line.decode("utf-8", "replace").rstrip("\r\n"))
+                yield Row(
+                    index,
+                    None,
+                    f"line {number}: byte {error.start} is not UTF-8",
+                    line.decode("utf-8", "replace").rstrip("\r\n"),
+                )
                 index += 1
                 continue
             try:
                 value = loads_json(text)
             except JsonProblem as problem:
-                yield Row(index, None, f"line {number}: not JSON: {problem.where()}{problem.problem}", text.rstrip("\r\n"))
+                yield Row(
+                    index, None, f"line {number}: not JSON: {problem.where()}{problem.problem}", text.rstrip("\r\n")
+                )
             else:
                 if isinstance(value, dict):
                     yield Row(index, value)
                 else:
-                    yield Row(index, None, f"line {number}: expected a JSON object, got {type(value).__name__}", text.rstrip("\r\n"))
+                    yield Row(
+                        index,
+                        None,
+                        f"line {number}: expected a JSON object, got {type(value).__name__}",
+                        text.rstrip("\r\n"),
+                    )
             index += 1
 
 
@@ -101,7 +115,11 @@ def _csv_rows(path: Path) -> Iterator[Row]:
         for index, record in enumerate(reader):
             extra = record.pop(None, None)  # type: ignore[call-overload]
             if extra is not None:
-                yield Row(index, {key: value for key, value in record.items()}, f"record {index + 1} has {len(extra)} more field(s) than the header")
+                yield Row(
+                    index,
+                    {key: value for key, value in record.items()},
+                    f"record {index + 1} has {len(extra)} more field(s) than the header",
+                )
             else:
                 yield Row(index, {key: ("" if value is None else value) for key, value in record.items()})
 
@@ -146,12 +164,9 @@ def check_readable(path: Path, fmt: str, field: str) -> None:
     try:
         if fmt == "parquet":
             _pyarrow().parquet.ParquetFile(path)
-        elif fmt == "csv":
-            if not input_columns(path, fmt):
-                raise InvalidInputError(field, "a CSV file with a header row", detail=f"{os.fspath(path)!r} has none")
-    except InvalidInputError:
-        raise
-    except MissingAssetError:
+        elif fmt == "csv" and not input_columns(path, fmt):
+            raise InvalidInputError(field, "a CSV file with a header row", detail=f"{os.fspath(path)!r} has none")
+    except (InvalidInputError, MissingAssetError):
         raise
     except Exception as error:  # pyarrow's errors are its own
         raise InvalidInputError(field, f"a {fmt} file", detail=f"{os.fspath(path)!r}: {error}") from None

@@ -174,7 +174,9 @@ class Job:
 
         if tool == "rerank":
             if (query is None) == (query_field is None):
-                raise InvalidInputError("query", "either query (one for every row) or query_field (a column), one of them")
+                raise InvalidInputError(
+                    "query", "either query (one for every row) or query_field (a column), one of them"
+                )
             if query is not None:
                 job_fields["query"] = check_instructions(query, "query")
             else:
@@ -193,7 +195,9 @@ class Job:
             )
         elif tool == "classify":
             if options is None:
-                raise InvalidInputError("options", "the labels to choose from: a list, or an object of label to description")
+                raise InvalidInputError(
+                    "options", "the labels to choose from: a list, or an object of label to description"
+                )
             checked = check_options(options, check_optional_text(none, "none"))
             task = Task(**common, question=question, options=checked, examples=choice_examples(examples, checked))
         else:
@@ -227,7 +231,9 @@ def _filter_examples(examples: Any, text: str | None, describe: str | None) -> t
             try:
                 example = {"state": row_text(example["item"], text, None), "answer": example["answer"]}
             except RowProblem as problem:
-                raise InvalidInputError(f"examples.{position}.item", f"a row with the column {text!r}", detail=str(problem)) from None
+                raise InvalidInputError(
+                    f"examples.{position}.item", f"a row with the column {text!r}", detail=str(problem)
+                ) from None
         shown.append(example)
     return item_examples(shown, None)
 

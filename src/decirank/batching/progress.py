@@ -111,8 +111,11 @@ class Progress:
                 what
                 for what, same in (
                     ("the question and options", manifest.get("job") == identity),
-                    ("the input file", {k: v for k, v in manifest.get("input", {}).items() if k != "path"}
-                     == {k: v for k, v in source.items() if k != "path"}),
+                    (
+                        "the input file",
+                        {k: v for k, v in manifest.get("input", {}).items() if k != "path"}
+                        == {k: v for k, v in source.items() if k != "path"},
+                    ),
                     ("the rows per batch", chunk_rows is None or manifest.get("chunk_rows") == chunk_rows),
                     ("the format", manifest.get("version") == VERSION),
                 )
@@ -128,7 +131,8 @@ class Progress:
             return cls(folder, manifest, resumed=True)
         if output.exists() and not overwrite:
             raise InvalidInputError(
-                "--out", "a new file, or the output of an unfinished batch",
+                "--out",
+                "a new file, or the output of an unfinished batch",
                 detail=f"{os.fspath(output)!r} exists; give --overwrite to replace it",
             )
         folder.mkdir()
@@ -147,11 +151,14 @@ class Progress:
     def _read_manifest(folder: Path) -> dict[str, Any]:
         try:
             manifest = json.loads((folder / "job.json").read_text(encoding="utf-8"))
-            if not isinstance(manifest, dict) or not {"job", "input", "chunk_rows", "run_id", "started"} <= set(manifest):
+            if not isinstance(manifest, dict) or not {"job", "input", "chunk_rows", "run_id", "started"} <= set(
+                manifest
+            ):
                 raise ValueError("fields missing")
         except (OSError, ValueError) as error:
             raise InvalidInputError(
-                "--out", "an output whose progress folder can be read",
+                "--out",
+                "an output whose progress folder can be read",
                 detail=f"{os.fspath(folder)!r}: {error}; give --overwrite to start over",
             ) from None
         return manifest

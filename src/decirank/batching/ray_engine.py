@@ -24,7 +24,7 @@ from .chunks import BatchStopped, ChunkOutcome, answer_chunk, prepare_worker
 from .engines import Prepared
 from .job import Task
 
-__all__ = ["RayEngine", "WAVE_ROWS"]
+__all__ = ["WAVE_ROWS", "RayEngine"]
 
 #: Rows sent to the cluster at once; each wave starts its actors (and loads their model) anew.
 WAVE_ROWS = 200_000
@@ -33,7 +33,7 @@ WAVE_ROWS = 200_000
 def _ray():
     try:
         import ray
-        import ray.data  # noqa: F401
+        import ray.data
     except ImportError:
         raise MissingAssetError("Ray Data, for --engine ray", "pip install 'decirank[ray]'") from None
     return ray

@@ -31,13 +31,17 @@ class BatchRecord:
         self._started = started
         self._last_tick = 0.0
         if self.runlog is not None:
-            self.runlog.start_run(run_id, tool="batch", role=model, inputs=summarize(inputs, max_items=10), started=started)
+            self.runlog.start_run(
+                run_id, tool="batch", role=model, inputs=summarize(inputs, max_items=10), started=started
+            )
 
     @property
     def enabled(self) -> bool:
         return self.runlog is not None
 
-    def _write(self, status: str, outputs: dict[str, Any], usage: Usage, models: str | None, error: BaseException | None) -> None:
+    def _write(
+        self, status: str, outputs: dict[str, Any], usage: Usage, models: str | None, error: BaseException | None
+    ) -> None:
         assert self.runlog is not None
         self.runlog.finish_run(
             self.run_id,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
-from typing import Annotated, Any, Iterator
+from typing import Annotated, Any
 
 import typer
 
@@ -126,7 +127,9 @@ def _progress_bar(label: str) -> Iterator[Any]:
 
 @app.command()
 def batch(
-    tool: Annotated[Tool, typer.Argument(metavar="TOOL", help="filter, classify, rerank or score.", show_default=False)],
+    tool: Annotated[
+        Tool, typer.Argument(metavar="TOOL", help="filter, classify, rerank or score.", show_default=False)
+    ],
     input: Annotated[str, typer.Argument(metavar="INPUT", help="A .jsonl, .csv or .parquet file.")],
     out: Annotated[str, typer.Option("--out", "-o", help="The output: .jsonl, .csv or .parquet (by extension).")],
     question: Annotated[
@@ -171,10 +174,14 @@ def batch(
     timeout: Annotated[
         float | None, typer.Option("--timeout", help="Time budget in seconds of each chunk's model calls.")
     ] = None,
-    engine: Annotated[Engine, typer.Option("--engine", help="local (worker processes) or ray (Ray Data).")] = Engine.local,
+    engine: Annotated[
+        Engine, typer.Option("--engine", help="local (worker processes) or ray (Ray Data).")
+    ] = Engine.local,
     workers: Annotated[
         int | None,
-        typer.Option("--workers", "-w", help="Worker processes (default: one per core; 0: in this process) or Ray actors."),
+        typer.Option(
+            "--workers", "-w", help="Worker processes (default: one per core; 0: in this process) or Ray actors."
+        ),
     ] = None,
     address: Annotated[
         str | None, typer.Option("--address", help="ray: the cluster's address (default: start a local Ray).")
@@ -193,7 +200,6 @@ def batch(
 ) -> None:
     """Run a tool on every row of a file; killed, it resumes when run again with the same --out."""
     from ..batching import batch as run
-
     from .examples import examples_value
 
     try:

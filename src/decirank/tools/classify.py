@@ -27,7 +27,15 @@ from ..types.answers import Usage
 from ..types.questions import MAX_OPTIONS, MIN_OPTIONS, ChoiceQuestion, DecisionRequest, Example
 from ._checks import check_encodable, check_instructions, check_items, check_optional_text
 
-__all__ = ["NONE_KEY", "ClassifyDecision", "ClassifyResult", "aclassify", "check_options", "choice_examples", "classify"]
+__all__ = [
+    "NONE_KEY",
+    "ClassifyDecision",
+    "ClassifyResult",
+    "aclassify",
+    "check_options",
+    "choice_examples",
+    "classify",
+]
 
 NONE_KEY = "none"
 QUESTION_ID = "classify"
