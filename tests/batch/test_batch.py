@@ -385,3 +385,15 @@ def test_bad_files_and_models_are_refused_before_any_work(tmp_path, tickets):
     with pytest.raises(InvalidInputError, match="input: expected a parquet file"):
         run_filter(tmp_path / "bad.parquet", tmp_path / "out.jsonl")
     assert not list(tmp_path.glob("out*"))
+
+
+def test_abatch_runs_the_batch_off_the_event_loop(tmp_path, tickets):
+    import anyio
+
+    async def main():
+        return await decirank.abatch(
+            "score", tickets, tmp_path / "out.jsonl", question=QUESTION, text="text", model="lexical", workers=0
+        )
+
+    result = anyio.run(main)
+    assert isinstance(result, decirank.BatchResult) and result.answered == 120
