@@ -214,6 +214,13 @@ class RayHead:
                     pass
             time.sleep(2)
         self.process.wait()
+        # ray start leaves the head's address for a later ray.init() to join: it is gone now.
+        current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        try:
+            if current.read_text().strip().endswith(f":{self.port}"):
+                current.unlink()
+        except OSError:
+            pass
 
 
 def run_batch(
