@@ -15,10 +15,8 @@ from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
 from .backends import Backend, register_provider
-from .types.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
+from .batching import BatchResult, abatch, batch
 from .decisions.decider import Decider
-from .types.limits import ModelLimits
-from .types.questions import ChoiceQuestion, DecisionRequest, Example, LikelihoodQuestion, ScoreQuestion
 from .errors import (
     AllModelsFailedError,
     CancelledError,
@@ -32,13 +30,15 @@ from .errors import (
     StoreError,
     UnknownModelError,
 )
-from .batching import BatchResult, abatch, batch
 from .stores.artifacts import ArtifactStore, Stamp
 from .stores.examples import ExampleStore
 from .tools.filter import FilterDecision, FilterResult, afilter, filter
 from .tools.rank import RankedItem, RankResult, arank, rank
 from .tools.rerank import RerankedDocument, RerankResult, arerank, rerank
 from .tools.score_list import ScoredRef, ScoreListResult, Verdict, ascore_list, register_validation_type, score_list
+from .types.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
+from .types.limits import ModelLimits
+from .types.questions import ChoiceQuestion, DecisionRequest, Example, LikelihoodQuestion, ScoreQuestion
 
 try:
     __version__ = _version("decirank")

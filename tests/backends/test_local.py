@@ -16,9 +16,9 @@ from decirank.backends.local import LocalBackend, _model
 from decirank.backends.local._assets import find_assets
 from decirank.backends.local._model import _runtime
 from decirank.backends.local._text import split_frame, split_question
+from decirank.errors import MissingAssetError, UnknownModelError
 from decirank.types.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer, check_response
 from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
-from decirank.errors import MissingAssetError, UnknownModelError
 
 QUERY = "how long do fleas live"
 FLEA = "A flea can live up to a year, but most adult fleas live two to three months on a host."

@@ -10,10 +10,10 @@ import decirank
 from decirank.backends import create_backend
 from decirank.backends.lexical import LexicalBackend
 from decirank.backends.openai import OpenAIDecisionsBackend, decode_question, encode_question
-from decirank.types.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
-from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from decirank.errors import AuthenticationError, InvalidAnswerError, MissingKeyError, RefusalError
 from decirank.server import create_app
+from decirank.types.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
+from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from tests.loopback import Reply, ScriptedServer, ThreadedServer, decide_once
 
 

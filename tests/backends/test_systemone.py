@@ -22,8 +22,6 @@ from decirank.backends.systemone import (
     encode_answer,
     encode_question,
 )
-from decirank.types.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
-from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from decirank.errors import (
     AuthenticationError,
     InvalidAnswerError,
@@ -40,6 +38,8 @@ from decirank.errors import (
 )
 from decirank.server import create_app
 from decirank.stores.runlog import current_runlog
+from decirank.types.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
+from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from tests.loopback import (
     Reply,
     ScriptedServer,

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from decirank.backends import _providers, register_provider
-from decirank.types.questions import DecisionRequest
 from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, uniform_answers
+from decirank.types.questions import DecisionRequest
 
 
 class Alpha(ScriptedBackend):

@@ -8,10 +8,7 @@ import time
 import pytest
 
 import decirank
-from decirank.types.answers import LikelihoodAnswer, Usage
 from decirank.decisions.failover import MAX_RATE_LIMIT_RETRIES, Failover, Retry
-from decirank.types.limits import ModelLimits
-from decirank.types.questions import DecisionRequest, LikelihoodQuestion
 from decirank.decisions.toolcall import ToolCall
 from decirank.errors import (
     AllModelsFailedError,
@@ -25,6 +22,9 @@ from decirank.errors import (
     ServerError,
     TooLargeError,
 )
+from decirank.types.answers import LikelihoodAnswer, Usage
+from decirank.types.limits import ModelLimits
+from decirank.types.questions import DecisionRequest, LikelihoodQuestion
 
 from .conftest import Alpha, Beta, attempts, fails_first, latest_run
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 import decirank
-from decirank.types.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
-from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 from decirank.errors import ConfigError
 from decirank.stores.cache import DecisionCache, cache_key
 from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, use_backend
+from decirank.types.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
+from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 
 
 def by_length(request):

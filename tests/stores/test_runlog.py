@@ -12,12 +12,12 @@ import threading
 import pytest
 
 import decirank
-from decirank.types.answers import Usage
 from decirank.errors import StoreError
 from decirank.stores._database import SQLiteDatabase
 from decirank.stores._migrations import Migration, migrate
 from decirank.stores.runlog import MIGRATIONS, RunLog, current_runlog, set_runlog
 from decirank.testing import ScriptedBackend, use_backend
+from decirank.types.answers import Usage
 
 ITEMS = ["a cat that purrs", "a car that honks", "a dog that barks"]
 

@@ -7,10 +7,10 @@ import asyncio
 import pytest
 
 import decirank
-from decirank.types.answers import LikelihoodAnswer
 from decirank.errors import InvalidInputError
 from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, use_backend
+from decirank.types.answers import LikelihoodAnswer
 
 
 def yes_for(word):

@@ -8,11 +8,11 @@ import random
 import pytest
 
 import decirank
-from decirank.types.answers import ChoiceAnswer
-from decirank.types.limits import ModelLimits
 from decirank.errors import InvalidInputError, LimitExceededError, UnknownModelError
 from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, use_backend
+from decirank.types.answers import ChoiceAnswer
+from decirank.types.limits import ModelLimits
 
 
 def position_biased(request):

@@ -7,11 +7,11 @@ import asyncio
 import pytest
 
 import decirank
-from decirank.types.answers import LikelihoodAnswer
-from decirank.types.limits import ModelLimits
 from decirank.errors import InvalidAnswerError, InvalidInputError, ServerError
 from decirank.testing import ScriptedBackend, use_backend
 from decirank.tools.rerank import QUESTION_PREFIX
+from decirank.types.answers import LikelihoodAnswer
+from decirank.types.limits import ModelLimits
 
 
 def likelihood_by_length(request):

@@ -14,12 +14,12 @@ import pytest
 
 import decirank
 from decirank import ArtifactStore, InvalidInputError, Verdict, register_validation_type
-from decirank.types.answers import LikelihoodAnswer, ScoreAnswer
 from decirank.errors import ServerError
 from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, use_backend
 from decirank.tools._evaluators import strip_code_fence
 from decirank.tools._evaluators.exec import OUTPUT_LIMIT, run_command
+from decirank.types.answers import LikelihoodAnswer, ScoreAnswer
 
 PYTHON = shlex.quote(sys.executable)
 JSON_CHECK = f'exec:{PYTHON} -c "import json,sys; json.load(open(sys.argv[1]))" {{artifact}}'

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from decirank.errors import InvalidAnswerError, InvalidInputError, LimitExceededError
 from decirank.types.answers import (
     ChoiceAnswer,
     DecisionResponse,
@@ -16,7 +17,6 @@ from decirank.types.answers import (
 )
 from decirank.types.limits import ModelLimits
 from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
-from decirank.errors import InvalidAnswerError, InvalidInputError, LimitExceededError
 
 
 def test_questions_check_their_shape():

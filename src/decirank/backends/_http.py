@@ -37,9 +37,6 @@ import httpx
 
 from .. import __version__
 from .._paths import config_file
-from ..types.answers import DecisionResponse, Usage
-from ..types.limits import ModelLimits
-from ..types.questions import DecisionRequest
 from ..errors import (
     AuthenticationError,
     ConfigError,
@@ -55,6 +52,9 @@ from ..errors import (
     ServerError,
     TooLargeError,
 )
+from ..types.answers import DecisionResponse, Usage
+from ..types.limits import ModelLimits
+from ..types.questions import DecisionRequest
 from .base import Backend
 
 __all__ = [

@@ -44,10 +44,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._jsonpath import to_text
+from ..errors import InvalidAnswerError, InvalidInputError, RefusalError
 from ..types.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
 from ..types.limits import ModelLimits
 from ..types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
-from ..errors import InvalidAnswerError, InvalidInputError, RefusalError
 from ._examples import lift_examples, with_examples
 from ._http import HttpBackend, Price, priced_usage, request_id_suffix, wire_probability, wire_token_count
 

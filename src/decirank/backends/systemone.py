@@ -50,10 +50,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import InvalidAnswerError, InvalidInputError
 from ..types.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
 from ..types.limits import ModelLimits
 from ..types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
-from ..errors import InvalidAnswerError, InvalidInputError
 from ._examples import lift_examples, with_examples
 from ._http import HttpBackend, Price, priced_usage, request_id_suffix, wire_probability, wire_token_count
 

@@ -9,11 +9,11 @@ from typing import Annotated, Any
 import typer
 import yaml
 
+from .._jsonpath import JsonProblem, find_non_text, loads_json
 from ..errors import InvalidInputError
 from ..plans import PlanResult, StepResult, run_plan
 from ..plans.plan import yaml_problem
 from ._app import app
-from .._jsonpath import JsonProblem, find_non_text, loads_json
 from ._output import (
     bad_json,
     console,

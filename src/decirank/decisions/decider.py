@@ -23,10 +23,10 @@ from .._config import load_config
 from ..backends import Backend, create_backend
 from ..errors import AllModelsFailedError, DecisionTimeoutError, InvalidInputError, UnknownModelError
 from ..types.answers import DecisionResponse, check_response
-from .budget import Budget
-from .failover import Attempt, Failover
 from ..types.limits import ModelLimits
 from ..types.questions import DecisionRequest
+from .budget import Budget
+from .failover import Attempt, Failover
 from .roles import DEFAULT_ROLE, check_provider_sections, provider_options, resolve_chain
 
 __all__ = ["DEFAULT_ROLE", "AnswerCache", "Decider"]

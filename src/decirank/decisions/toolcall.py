@@ -21,11 +21,11 @@ from ..stores.cache import DecisionCache, current_cache
 from ..stores.runlog import RunLog, current_parent_run, current_runlog, new_run_id, summarize
 from ..tracing import ToolSpan, start_tool_span
 from ..types.answers import DecisionResponse, Usage
+from ..types.questions import DecisionRequest
+from ..types.records import answers_to_data, request_to_data
 from .budget import Budget
 from .decider import DEFAULT_ROLE, Decider
 from .failover import Attempt
-from ..types.questions import DecisionRequest
-from ..types.records import answers_to_data, request_to_data
 
 __all__ = ["ToolCall", "check_timeout", "gather"]
 

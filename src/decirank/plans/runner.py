@@ -14,10 +14,10 @@ from typing import Any
 import anyio
 
 from .._sync import run_sync
-from ..types.answers import Usage
 from ..errors import DecirankError, error_record
 from ..stores.runlog import RunLog, current_parent_run, current_runlog, new_run_id, summarize, under_parent_run
 from ..tools.registry import call_tool
+from ..types.answers import Usage
 from .errors import StepFailedError
 from .plan import Plan, PlanSource, load_plan
 from .templates import INPUT_ROOT, resolve_templates

@@ -26,9 +26,7 @@ from .. import __version__
 from ..backends import openai as decisions_wire
 from ..backends import parse_model_name
 from ..backends import systemone as systemone_wire
-from ..types.answers import DecisionResponse
 from ..decisions.decider import Decider
-from ..types.questions import DecisionRequest
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, UnknownModelError
 from ..stores.examples import resolve_examples
@@ -37,6 +35,8 @@ from ..tools.filter import afilter
 from ..tools.rank import arank
 from ..tools.rerank import arerank
 from ..tools.score_list import ascore_list
+from ..types.answers import DecisionResponse
+from ..types.questions import DecisionRequest
 from . import wire
 from .app import GuardedRoute, RequestBudget, ServerSettings, settings_of
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from .._config import load_config
 from .._jsonpath import canonical_json
 from .._paths import data_file
+from ..errors import ConfigError, InvalidAnswerError
 from ..types.answers import DecisionResponse, Usage
 from ..types.questions import DecisionRequest
 from ..types.records import answers_from_data, answers_to_data, request_to_data
-from ..errors import ConfigError, InvalidAnswerError
 from ._database import Database, SQLiteDatabase, timestamp
 from ._migrations import Migration, migrate
 

@@ -8,10 +8,12 @@ naming where it is, before any work starts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..stores.examples import resolve_examples
+from ..types.questions import Example
 
 __all__ = [
     "check_count",
@@ -106,3 +108,41 @@ def check_probability_threshold(value: Any, field: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
         raise InvalidInputError(field, "a number from 0 to 1", got=value)
     return float(value)
+
+
+def check_examples(
+    examples: Any,
+    field: str,
+    *,
+    answer_ok: Callable[[Any], bool],
+    expected_answer: str,
+    item_text: Callable[[Any, str], str] | None = None,
+) -> tuple[Example, ...]:
+    """A tool's labelled examples as :class:`Example` values; a string is a stored set's name.
+
+    Each example is an ``Example`` or ``{"state": <text>, "answer": ...}``; where ``item_text``
+    is given (the filter tool), ``{"item": <item>, "answer": ...}`` too, the item shown by it.
+    Errors name the example and its part (``examples.3.answer``).
+    """
+    examples = resolve_examples(examples, field)
+    if examples is None:
+        return ()
+    shapes = '{"item" or "state", "answer"}' if item_text else '{"state", "answer"}'
+    if isinstance(examples, str | bytes | Mapping) or not isinstance(examples, Sequence):
+        raise InvalidInputError(field, f"a list of {shapes} or a stored example set's name", got=examples)
+    checked = []
+    for index, example in enumerate(examples):
+        where = f"{field}.{index}"
+        if isinstance(example, Example):
+            state, answer = example.state, example.answer
+        elif isinstance(example, Mapping) and set(example) == {"state", "answer"}:
+            state, answer = example["state"], example["answer"]
+        elif item_text is not None and isinstance(example, Mapping) and set(example) == {"item", "answer"}:
+            state, answer = item_text(example["item"], f"{where}.item"), example["answer"]
+        else:
+            got = sorted(map(str, example)) if isinstance(example, Mapping) else example
+            raise InvalidInputError(where, f"an object {shapes}", got=got)
+        if not answer_ok(answer):
+            raise InvalidInputError(f"{where}.answer", expected_answer, got=answer)
+        checked.append(Example(check_encodable(state, f"{where}.state"), answer))
+    return tuple(checked)

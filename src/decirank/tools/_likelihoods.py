@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
 from ..decisions.toolcall import ToolCall
+from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
 from ._checks import check_count
 
 __all__ = ["DEFAULT_QUESTIONS_PER_CALL", "ask_likelihoods", "check_per_call", "questions_per_call"]

@@ -22,10 +22,9 @@ from .._sync import run_sync
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
-from ..stores.examples import resolve_examples
 from ..types.answers import Usage
 from ..types.questions import MAX_OPTIONS, MIN_OPTIONS, ChoiceQuestion, DecisionRequest, Example
-from ._checks import check_encodable, check_instructions, check_items, check_optional_text
+from ._checks import check_encodable, check_examples, check_instructions, check_items, check_optional_text
 
 __all__ = [
     "NONE_KEY",
@@ -110,24 +109,12 @@ def check_options(options: Any, none: str | None = None, field_name: str = "opti
 
 def choice_examples(examples: Any, options: Mapping[str, str], field_name: str = "examples") -> tuple[Example, ...]:
     """``[{"state": <text>, "answer": <option key>}]`` (or Examples, or a stored set's name) as Examples."""
-    examples = resolve_examples(examples, field_name)
-    if examples is None:
-        return ()
-    if isinstance(examples, str | bytes | Mapping) or not isinstance(examples, Sequence):
-        raise InvalidInputError(field_name, 'a list of {"state": <text>, "answer": <option key>}', got=examples)
-    checked = []
-    for position, example in enumerate(examples):
-        where = f"{field_name}.{position}"
-        if isinstance(example, Example):
-            state, answer = example.state, example.answer
-        elif isinstance(example, Mapping) and set(example) == {"state", "answer"}:
-            state, answer = example["state"], example["answer"]
-        else:
-            raise InvalidInputError(where, 'an object with "state" and "answer"', got=example)
-        if not isinstance(answer, str) or answer not in options:
-            raise InvalidInputError(f"{where}.answer", "one of the option keys", got=answer)
-        checked.append(Example(check_encodable(state, f"{where}.state"), answer))
-    return tuple(checked)
+    return check_examples(
+        examples,
+        field_name,
+        answer_ok=lambda answer: isinstance(answer, str) and answer in options,
+        expected_answer="one of the option keys",
+    )
 
 
 def classify_requests(

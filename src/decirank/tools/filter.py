@@ -14,20 +14,20 @@ or the name of a stored example set (:mod:`decirank.stores.examples`, whose
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._jsonpath import MISSING, resolve_dot_path, to_text
 from .._sync import run_sync
-from ..errors import InvalidInputError
-from ..stores.examples import resolve_examples
-from ..types.questions import Example
-from ..types.answers import Usage
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
+from ..errors import InvalidInputError
+from ..types.answers import Usage
+from ..types.questions import Example
 from ._checks import (
     check_encodable,
+    check_examples,
     check_instructions,
     check_items,
     check_optional_text,
@@ -99,42 +99,26 @@ def item_question(question: str, item_text: str) -> str:
     return f"{question}\nItem: {item_text}"
 
 
-_EXAMPLES_EXPECTED = (
-    'a list of {"item": ..., "answer": true/false} or {"state": <item text>, "answer": true/false}, '
-    "or the name of a stored example set"
-)
-
-
 def item_examples(examples: Any, describe: str | None) -> tuple[Example, ...]:
     """The filter's examples as :class:`Example` s whose state is the text the question judges.
 
     A set name is looked up in the example store; an ``item`` is shown as items are
     (``describe``'s dot path, else the whole item); a ``state`` is that text already.
     """
-    examples = resolve_examples(examples, "examples")
-    if examples is None:
-        return ()
-    if isinstance(examples, str | bytes | Mapping) or not isinstance(examples, Sequence):
-        raise InvalidInputError("examples", _EXAMPLES_EXPECTED, got=examples)
-    checked = []
-    for index, example in enumerate(examples):
-        where = f"examples.{index}"
-        if isinstance(example, Example):
-            state, answer = example.state, example.answer
-        elif isinstance(example, Mapping) and set(example) == {"item", "answer"}:
-            value = example["item"] if describe is None else resolve_dot_path(example["item"], describe)
-            if value is MISSING:
-                raise InvalidInputError(f"{where}.item", f"an item with the describe path {describe!r}")
-            state, answer = to_text(value), example["answer"]
-        elif isinstance(example, Mapping) and set(example) == {"state", "answer"}:
-            state, answer = example["state"], example["answer"]
-        else:
-            got = sorted(map(str, example)) if isinstance(example, Mapping) else example
-            raise InvalidInputError(where, 'an object with "item" (or "state") and "answer"', got=got)
-        if not isinstance(answer, bool):
-            raise InvalidInputError(f"{where}.answer", "true or false", got=answer)
-        checked.append(Example(check_encodable(state, f"{where}.state"), answer))
-    return tuple(checked)
+
+    def shown(item: Any, where: str) -> str:
+        value = item if describe is None else resolve_dot_path(item, describe)
+        if value is MISSING:
+            raise InvalidInputError(where, f"an item with the describe path {describe!r}")
+        return to_text(value)
+
+    return check_examples(
+        examples,
+        "examples",
+        answer_ok=lambda answer: isinstance(answer, bool),
+        expected_answer="true or false",
+        item_text=shown,
+    )
 
 
 async def afilter(

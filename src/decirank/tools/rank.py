@@ -16,11 +16,11 @@ from typing import Any
 
 from .._jsonpath import MISSING, digest, resolve_dot_path, to_text
 from .._sync import run_sync
-from ..types.answers import ChoiceAnswer, Usage
 from ..decisions.decider import DEFAULT_ROLE
-from ..types.questions import ChoiceQuestion, DecisionRequest
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, LimitExceededError
+from ..types.answers import ChoiceAnswer, Usage
+from ..types.questions import ChoiceQuestion, DecisionRequest
 from ._checks import check_encodable, check_instructions, check_items, check_optional_text, check_top_k
 
 __all__ = ["RankResult", "RankedItem", "arank", "rank"]

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._sync import run_sync
-from ..types.answers import Usage
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
+from ..types.answers import Usage
 from ._checks import check_instructions, check_items, check_probability_threshold, check_top_k
 from ._likelihoods import ask_likelihoods, check_per_call, questions_per_call
 

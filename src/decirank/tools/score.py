@@ -13,7 +13,7 @@ A failed call, or an answer missing or outside [0, 1], fails the whole call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,11 +21,9 @@ from .._jsonpath import to_text
 from .._sync import run_sync
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
-from ..errors import InvalidInputError
-from ..stores.examples import resolve_examples
 from ..types.answers import Usage
 from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
-from ._checks import check_encodable, check_instructions, check_items, check_optional_text
+from ._checks import check_encodable, check_examples, check_instructions, check_items, check_optional_text
 
 __all__ = ["ScoreResult", "ascore", "likelihood_examples", "score"]
 
@@ -51,24 +49,9 @@ class ScoreResult:
 
 def likelihood_examples(examples: Any, field_name: str = "examples") -> tuple[Example, ...]:
     """``[{"state": <text>, "answer": true/false}]`` (or Examples, or a stored set's name) as Examples."""
-    examples = resolve_examples(examples, field_name)
-    if examples is None:
-        return ()
-    if isinstance(examples, str | bytes | Mapping) or not isinstance(examples, Sequence):
-        raise InvalidInputError(field_name, 'a list of {"state": <text>, "answer": true/false}', got=examples)
-    checked = []
-    for position, example in enumerate(examples):
-        where = f"{field_name}.{position}"
-        if isinstance(example, Example):
-            state, answer = example.state, example.answer
-        elif isinstance(example, Mapping) and set(example) == {"state", "answer"}:
-            state, answer = example["state"], example["answer"]
-        else:
-            raise InvalidInputError(where, 'an object with "state" and "answer"', got=example)
-        if not isinstance(answer, bool):
-            raise InvalidInputError(f"{where}.answer", "true or false", got=answer)
-        checked.append(Example(check_encodable(state, f"{where}.state"), answer))
-    return tuple(checked)
+    return check_examples(
+        examples, field_name, answer_ok=lambda answer: isinstance(answer, bool), expected_answer="true or false"
+    )
 
 
 async def ascore(

@@ -28,11 +28,11 @@ from typing import Any
 import anyio
 
 from .._sync import run_sync
-from ..types.answers import Usage
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall, check_timeout, gather
 from ..errors import InvalidInputError
 from ..stores.artifacts import ArtifactStore, Stamp, check_ref
+from ..types.answers import Usage
 from ._checks import check_count, check_top_k
 from ._evaluators import (
     DEFAULT_EXEC_TIMEOUT,

@@ -16,10 +16,10 @@ import threading
 
 import anyio
 
+from ...errors import UnknownModelError
 from ...types.answers import DecisionResponse, Usage
 from ...types.limits import ModelLimits
 from ...types.questions import DecisionRequest
-from ...errors import UnknownModelError
 from ..base import Backend
 from ._model import VARIANTS, LocalModel
 

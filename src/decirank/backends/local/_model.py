@@ -51,15 +51,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...errors import InvalidInputError, MissingAssetError
 from ...types.answers import Answer, ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
 from ...types.questions import ChoiceQuestion, LikelihoodQuestion, Question, ScoreQuestion
-from ...errors import InvalidInputError, MissingAssetError
 from ..base import binomial_levels, render_state
 from ._assets import MINILM_FIX, SPLADE_FIX, SPLADE_WHAT, find_assets
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
 from ._fewshot import ChoiceHead, LikelihoodHead, head_key, heads
-from ._text import BACKGROUND_TOPICS, is_none_option, polar_contrast, question_topic, refers_to_state, split_frame, split_question
+from ._text import (
+    BACKGROUND_TOPICS,
+    is_none_option,
+    polar_contrast,
+    question_topic,
+    refers_to_state,
+    split_frame,
+    split_question,
+)
 
 __all__ = ["VARIANTS", "LocalModel", "Variant"]
 

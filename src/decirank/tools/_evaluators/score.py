@@ -7,8 +7,8 @@ PARTIAL above 0, INVALID at 0.
 
 from __future__ import annotations
 
-from ...types.questions import DecisionRequest, ScoreQuestion
 from ...decisions.toolcall import ToolCall
+from ...types.questions import DecisionRequest, ScoreQuestion
 from .base import Evaluation, Evaluator, Verdict
 
 __all__ = ["LEVELS", "VALID_SCORE", "CriterionScorer"]

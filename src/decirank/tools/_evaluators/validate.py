@@ -16,10 +16,10 @@ from collections.abc import Callable
 
 import anyio
 
-from ...types.questions import DecisionRequest, LikelihoodQuestion
 from ...decisions.toolcall import ToolCall
 from ...errors import InvalidInputError
 from ...stores.artifacts import ArtifactStore, RegisteredType, check_type_name
+from ...types.questions import DecisionRequest, LikelihoodQuestion
 from .base import Evaluation, Evaluator, Verdict, strip_code_fence
 
 __all__ = [
