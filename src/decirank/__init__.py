@@ -32,9 +32,11 @@ from .errors import (
 )
 from .stores.artifacts import ArtifactStore, Stamp
 from .stores.examples import ExampleStore
+from .tools.classify import ClassifyDecision, ClassifyResult, aclassify, classify
 from .tools.filter import FilterDecision, FilterResult, afilter, filter
 from .tools.rank import RankedItem, RankResult, arank, rank
 from .tools.rerank import RerankedDocument, RerankResult, arerank, rerank
+from .tools.score import ScoreResult, ascore, score
 from .tools.score_list import ScoredRef, ScoreListResult, Verdict, ascore_list, register_validation_type, score_list
 from .types.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
 from .types.limits import ModelLimits
@@ -51,6 +53,8 @@ __all__ = [
     "Backend",
     "BatchResult",
     "CancelledError",
+    "ClassifyDecision",
+    "ClassifyResult",
     "ChoiceAnswer",
     "ChoiceQuestion",
     "ConfigError",
@@ -76,6 +80,7 @@ __all__ = [
     "RerankedDocument",
     "ScoreAnswer",
     "ScoreListResult",
+    "ScoreResult",
     "ScoreQuestion",
     "ScoredRef",
     "Stamp",
@@ -85,15 +90,19 @@ __all__ = [
     "Verdict",
     "__version__",
     "abatch",
+    "aclassify",
     "afilter",
     "arank",
     "arerank",
+    "ascore",
     "ascore_list",
     "batch",
+    "classify",
     "filter",
     "rank",
     "register_provider",
     "register_validation_type",
     "rerank",
+    "score",
     "score_list",
 ]
