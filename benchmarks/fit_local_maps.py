@@ -46,7 +46,13 @@ def vectors(texts: list[str]) -> np.ndarray:
 
 def ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
     index = np.minimum((p * bins).astype(int), bins - 1)
-    return float(sum((index == b).mean() * abs(p[index == b].mean() - y[index == b].mean()) for b in range(bins) if (index == b).any()))
+    return float(
+        sum(
+            (index == b).mean() * abs(p[index == b].mean() - y[index == b].mean())
+            for b in range(bins)
+            if (index == b).any()
+        )
+    )
 
 
 def platt(features: np.ndarray, truth: np.ndarray) -> LogisticRegression:
@@ -73,7 +79,9 @@ def main() -> None:
 
     def held_out_topic(temperature: float) -> tuple[np.ndarray, np.ndarray]:
         """Held-out probabilities (5 folds over intents) and the feature, at one softmax temperature."""
-        feature = np.array([topic_log_probabilities(X[i : i + 1], words[asked[i]], temperature)[0] for i in range(len(y))])
+        feature = np.array(
+            [topic_log_probabilities(X[i : i + 1], words[asked[i]], temperature)[0] for i in range(len(y))]
+        )
         held = np.zeros(len(y))
         for fold in range(5):
             test = folds[asked] == fold
@@ -86,23 +94,33 @@ def main() -> None:
     temperature = TOPIC_TEMPERATURE
     held, feature = held_out_topic(temperature)
     model = platt(feature[:, None], truth)
-    print(f"topic yes/no: temperature {temperature} (CV log loss {', '.join(f'{t}: {v:.3f}' for t, v in losses.items())}); "
-          f"CV accuracy {((held > 0.5) == truth).mean():.3f}, ECE {ece(held, truth):.3f}, "
-          f"AUROC {roc_auc_score(truth, held):.3f}; fitted slope {model.coef_[0, 0]:.3f} offset {model.intercept_[0]:.3f}")
+    compared = ", ".join(f"{t}: {v:.3f}" for t, v in losses.items())
+    print(
+        f"topic yes/no: temperature {temperature} (CV log loss {compared}); "
+        f"CV accuracy {((held > 0.5) == truth).mean():.3f}, ECE {ece(held, truth):.3f}, "
+        f"AUROC {roc_auc_score(truth, held):.3f}; fitted slope {model.coef_[0, 0]:.3f} offset {model.intercept_[0]:.3f}"
+    )
 
     # true/false descriptions
     sst = [json.loads(line) for line in open(data / "sst2-train.jsonl")]
     S = vectors([row["text"] for row in sst])
     positive = np.array([row["label"] == "positive" for row in sst]).astype(int)
     true, false, asked, opposite = vectors(
-        ["a positive movie review", "a negative movie review", "Is this movie review positive?", "Is this movie review negative?"]
+        [
+            "a positive movie review",
+            "a negative movie review",
+            "Is this movie review positive?",
+            "Is this movie review negative?",
+        ]
     )
     # The descriptions' contrast and the question's contrast with its opposite, averaged, as the model reads them.
     contrast = (S @ true - S @ false + S @ asked - S @ opposite) / 2
     slopes = np.arange(5, 60, 0.5)
 
     def best_slope(rows: np.ndarray) -> float:
-        return float(min(slopes, key=lambda k: log_loss(positive[rows], 1 / (1 + np.exp(-k * contrast[rows])), labels=[0, 1])))
+        return float(
+            min(slopes, key=lambda k: log_loss(positive[rows], 1 / (1 + np.exp(-k * contrast[rows])), labels=[0, 1]))
+        )
 
     order = rng.permutation(len(sst))
     held = np.zeros(len(sst))
@@ -110,8 +128,10 @@ def main() -> None:
         test = order[fold::5]
         train = np.setdiff1d(order, test)
         held[test] = 1 / (1 + np.exp(-best_slope(train) * contrast[test]))
-    print(f"true/false descriptions: CV accuracy {((held > 0.5) == positive).mean():.3f}, ECE {ece(held, positive):.3f}, "
-          f"AUROC {roc_auc_score(positive, held):.3f}; fitted slope {best_slope(np.arange(len(sst))):.1f}")
+    print(
+        f"true/false descriptions: CV accuracy {((held > 0.5) == positive).mean():.3f}, ECE {ece(held, positive):.3f}, "
+        f"AUROC {roc_auc_score(positive, held):.3f}; fitted slope {best_slope(np.arange(len(sst))):.1f}"
+    )
 
     # a choice among labels
     cosines = X @ L.T
@@ -122,8 +142,11 @@ def main() -> None:
 
     sharpness = min(np.arange(5, 60, 0.5), key=lambda t: log_loss(y, softmax(t * cosines), labels=range(77)))
     p = softmax(sharpness * cosines)
-    print(f"label choice: accuracy {(p.argmax(1) == y).mean():.3f}, ECE {ece(p.max(1), (p.argmax(1) == y).astype(float)):.3f}; "
-          f"fitted sharpness {sharpness}")
+    right = (p.argmax(1) == y).astype(float)
+    print(
+        f"label choice: accuracy {right.mean():.3f}, ECE {ece(p.max(1), right):.3f}; "
+        f"fitted sharpness {sharpness}"
+    )
 
     # none of these
     splits = []
@@ -144,9 +167,11 @@ def main() -> None:
         recalls.append(chose_none[oos == 1].mean())
         drops.append(((inside[sims[inscope].argmax(1)] == y[inscope]) & chose_none[inscope]).mean())
     model = platt(np.concatenate([s[0] for s in splits]), np.concatenate([s[1] for s in splits]))
-    print(f"none of these (20 intents held out): CV out-of-scope recall {np.mean(recalls):.3f}, in-scope accuracy drop "
-          f"{np.mean(drops):.3f}; fitted top {model.coef_[0, 0]:.2f} margin {model.coef_[0, 1]:.2f} "
-          f"offset {model.intercept_[0] - NONE_BIAS:.2f} (bias {NONE_BIAS} towards the options included)")
+    print(
+        f"none of these (20 intents held out): CV out-of-scope recall {np.mean(recalls):.3f}, in-scope accuracy drop "
+        f"{np.mean(drops):.3f}; fitted top {model.coef_[0, 0]:.2f} margin {model.coef_[0, 1]:.2f} "
+        f"offset {model.intercept_[0] - NONE_BIAS:.2f} (bias {NONE_BIAS} towards the options included)"
+    )
 
     # few-shot regularisation
     for c in (1.0, 10.0, 100.0):
@@ -155,7 +180,9 @@ def main() -> None:
             r = np.random.default_rng(seed)
             train = np.concatenate([r.choice(np.flatnonzero(y == k), 10, replace=False) for k in range(77)])
             test = np.setdiff1d(np.arange(len(y)), train)
-            head = LogisticRegression(C=c, max_iter=2000).fit(np.concatenate([X[train], L]), np.concatenate([y[train], np.arange(77)]))
+            head = LogisticRegression(C=c, max_iter=2000).fit(
+                np.concatenate([X[train], L]), np.concatenate([y[train], np.arange(77)])
+            )
             scores.append((head.predict(X[test]) == y[test]).mean())
         print(f"few-shot choice, 10 per intent, C={c}: held-out accuracy {np.mean(scores):.3f}")
     for c in (0.1, 1.0, 10.0):

@@ -58,8 +58,10 @@ def main() -> None:
             response = httpx.post(
                 f"{base}/v1/rerank", json={"query": "how long do fleas live", "documents": documents}, timeout=120
             )
-            print(f"request {i + 1}: {response.status_code} in {time.perf_counter() - started:.2f} s, "
-                  f"server {resident_mb(server.pid)} MB")
+            print(
+                f"request {i + 1}: {response.status_code} in {time.perf_counter() - started:.2f} s, "
+                f"server {resident_mb(server.pid)} MB"
+            )
     finally:
         server.terminate()
         server.wait(10)

@@ -39,7 +39,9 @@ def main() -> None:
         asyncio.run(backend.decide(DecisionRequest(state="warm up", questions={"q": question_for(-1)})))
         cpu = []
         for i in range(rounds):
-            request = DecisionRequest(state=f"my card number {i} has not arrived after {i} days", questions={"q": question_for(i)})
+            request = DecisionRequest(
+                state=f"my card number {i} has not arrived after {i} days", questions={"q": question_for(i)}
+            )
             started = time.process_time()
             asyncio.run(backend.decide(request))
             cpu.append(1000 * (time.process_time() - started))

@@ -299,11 +299,6 @@ def _sigmoid(x):
     return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=np.float64)))  # no overflow for any x
 
 
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-12), 1 - 1e-12)
-    return float(np.log(p / (1 - p)))
-
-
 def _softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max())
     return e / e.sum()
@@ -424,17 +419,17 @@ class LocalModel:
     def _answer(self, question: Question, plan: _Plan, vectors: _Vectors) -> Answer:
         if isinstance(question, ChoiceQuestion):
             return ChoiceAnswer(self._choice(question, plan, vectors))
-        prior = self._zero_shot_logit(plan, vectors)
+        prior = self._zero_shot_logits(plan, vectors)
         if plan.example_texts:
             assert isinstance(question, LikelihoodQuestion)
             head = self._likelihood_head(question, plan, vectors)
-            probability = float(head.probabilities(vectors.of(plan.subjects), np.array([prior]))[0])
+            probability = float(head.probabilities(vectors.of(plan.subjects), prior)[0])
         else:
-            probability = float(_sigmoid(prior))
+            probability = float(_sigmoid(prior[0]))
         return _likelihood_answer(question, probability)
 
-    def _zero_shot_logit(self, plan: _Plan, vectors: _Vectors, subjects: list[str] | None = None):
-        """The logit of "yes" for each subject (or the plan's one subject) from the shape's map."""
+    def _zero_shot_logits(self, plan: _Plan, vectors: _Vectors, subjects: list[str] | None = None) -> np.ndarray:
+        """The logit of "yes" for each subject (the plan's, or the given ones) from the shape's map."""
         subjects = plan.subjects if subjects is None else subjects
         if plan.shape == PASSAGE:
             logits = self.variant.slope * self._fused(vectors, plan.queries[0], subjects) + self.variant.offset
@@ -443,18 +438,20 @@ class LocalModel:
             contrasts = [vectors.cosines(true, subjects) - vectors.cosines(false, subjects) for true, false in pairs]
             logits = MAPS.contrast_slope * np.mean(contrasts, axis=0)
         else:
-            logits = MAPS.topic_slope * topic_log_probabilities(vectors.of(subjects), plan.queries[0]) + MAPS.topic_offset
-        return logits if plan.subjects is not subjects or len(subjects) != 1 else float(logits[0])
+            topic = topic_log_probabilities(vectors.of(subjects), plan.queries[0])
+            logits = MAPS.topic_slope * topic + MAPS.topic_offset
+        return np.asarray(logits, dtype=np.float64)
 
     def _likelihood_head(self, question: LikelihoodQuestion, plan: _Plan, vectors: _Vectors) -> LikelihoodHead:
         def fit() -> LikelihoodHead:
-            priors = np.asarray(self._zero_shot_logit(plan, vectors, plan.example_texts), dtype=np.float64)
+            priors = self._zero_shot_logits(plan, vectors, plan.example_texts)
             answers = [example.answer for example in question.examples]
-            return LikelihoodHead(vectors.of(plan.example_texts), priors.reshape(-1), answers)
+            return LikelihoodHead(vectors.of(plan.example_texts), priors, answers)
 
         # Keyed by what the head is fitted from (the shape's queries and the examples), not by the
         # question's text: the filter tool asks one question per item, and they share one head.
-        key = head_key("likelihood", self.variant, plan.shape, plan.queries, [(e.state, e.answer) for e in question.examples])
+        examples = [(example.state, example.answer) for example in question.examples]
+        key = head_key("likelihood", self.variant, plan.shape, plan.queries, examples)
         return heads.get(key, fit)
 
     def _choice(self, question: ChoiceQuestion, plan: _Plan, vectors: _Vectors) -> dict[str, float]:
@@ -465,7 +462,7 @@ class LocalModel:
             none = 1.0 - float(self._passage_likelihood(similarity.max()))
         elif plan.shape == ITEMS:
             # Which items have the asked property: each its own topic likelihood, shared out among them.
-            likelihoods = _sigmoid(self._zero_shot_logit(plan, vectors))
+            likelihoods = _sigmoid(self._zero_shot_logits(plan, vectors))
             distribution = likelihoods / likelihoods.sum()
             none = 1.0 - float(likelihoods.max())
         else:

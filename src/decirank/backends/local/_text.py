@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["BACKGROUND_TOPICS", "is_none_option", "polar_contrast", "question_topic", "refers_to_state", "split_frame", "split_question"]
+__all__ = [
+    "BACKGROUND_TOPICS",
+    "is_none_option",
+    "polar_contrast",
+    "question_topic",
+    "refers_to_state",
+    "split_frame",
+    "split_question",
+]
 
 # A short leading clause ending in ": " is a frame ("This note bears on the request: ",
 # "How well does the artifact meet this criterion: "); what follows is the subject.
