@@ -80,7 +80,7 @@ def main() -> None:
     def held_out_topic(temperature: float) -> tuple[np.ndarray, np.ndarray]:
         """Held-out probabilities (5 folds over intents) and the feature, at one softmax temperature."""
         feature = np.array(
-            [topic_log_probabilities(X[i : i + 1], words[asked[i]], temperature)[0] for i in range(len(y))]
+            [topic_log_probabilities(X[i : i + 1], L[asked[i]], temperature)[0] for i in range(len(y))]
         )
         held = np.zeros(len(y))
         for fold in range(5):

@@ -30,7 +30,14 @@ from .._jsonpath import canonical_json
 from ..errors import InvalidInputError
 from ..types.questions import Example
 
-__all__ = ["EXAMPLES_HEADING", "examples_block", "lift_examples", "split_examples_block", "with_examples"]
+__all__ = [
+    "EXAMPLES_HEADING",
+    "decode_with_examples",
+    "examples_block",
+    "lift_examples",
+    "split_examples_block",
+    "with_examples",
+]
 
 Q = TypeVar("Q")
 
@@ -87,6 +94,14 @@ def split_examples_block(instructions: str) -> tuple[str, list[dict[str, Any]] |
             return instructions, None
         examples.append(example.to_dict())
     return instructions[:at], examples or None
+
+
+def decode_with_examples(instructions: Any, examples: Any, build: Callable[[Any, Any], Q]) -> Q:
+    """A decoded wire question: ``build(instructions, examples)`` with the wire's own examples
+    list if it has one, else a well-formed block ending its instructions lifted into examples."""
+    if examples is None and isinstance(instructions, str):
+        return lift_examples(instructions, build)
+    return build(instructions, examples)
 
 
 def lift_examples(instructions: str, build: Callable[[str, list[dict[str, Any]] | None], Q]) -> Q:

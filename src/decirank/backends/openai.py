@@ -48,7 +48,7 @@ from ..errors import InvalidAnswerError, InvalidInputError, RefusalError
 from ..types.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
 from ..types.limits import ModelLimits
 from ..types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
-from ._examples import lift_examples, with_examples
+from ._examples import decode_with_examples, with_examples
 from ._http import HttpBackend, Price, priced_usage, request_id_suffix, wire_probability, wire_token_count
 
 __all__ = [
@@ -90,9 +90,7 @@ def decode_question(wire: Mapping[str, Any], field_name: str) -> Question:
     instructions = wire.get("instructions")
 
     def build(build_question: Any) -> Question:
-        if isinstance(instructions, str):
-            return lift_examples(instructions, build_question)
-        return build_question(instructions, None)
+        return decode_with_examples(instructions, None, build_question)
 
     try:
         if kind == "predicate":

@@ -54,7 +54,7 @@ from ..errors import InvalidAnswerError, InvalidInputError
 from ..types.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
 from ..types.limits import ModelLimits
 from ..types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, Question, ScoreQuestion
-from ._examples import lift_examples, with_examples
+from ._examples import decode_with_examples, with_examples
 from ._http import HttpBackend, Price, priced_usage, request_id_suffix, wire_probability, wire_token_count
 
 __all__ = [
@@ -100,10 +100,7 @@ def decode_question(wire: Mapping[str, Any], field_name: str) -> Question:
     instructions, examples = wire.get("instructions"), wire.get("examples")
 
     def build(build_question: Any) -> Question:
-        # The wire's own examples list, else a block ending the instructions, lifted.
-        if examples is None and isinstance(instructions, str):
-            return lift_examples(instructions, build_question)
-        return build_question(instructions, examples)
+        return decode_with_examples(instructions, examples, build_question)
 
     try:
         if kind == "noul":

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._jsonpath import MISSING, resolve_dot_path, to_text
 from .._sync import run_sync
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
@@ -34,7 +33,7 @@ from ._checks import (
     check_probability_threshold,
 )
 from ._likelihoods import ask_likelihoods, check_per_call, questions_per_call
-from .rank import option_texts
+from .rank import item_text, option_texts
 
 __all__ = [
     "DEFAULT_MIN_CONFIDENCE",
@@ -107,10 +106,10 @@ def item_examples(examples: Any, describe: str | None) -> tuple[Example, ...]:
     """
 
     def shown(item: Any, where: str) -> str:
-        value = item if describe is None else resolve_dot_path(item, describe)
-        if value is MISSING:
+        text = item_text(item, describe)
+        if text is None:
             raise InvalidInputError(where, f"an item with the describe path {describe!r}")
-        return to_text(value)
+        return text
 
     return check_examples(
         examples,

@@ -93,17 +93,21 @@ def presentation_order(items: Sequence[Any]) -> list[int]:
     return sorted(range(len(items)), key=lambda index: (keys[index], index))
 
 
+def item_text(item: Any, describe: str | None) -> str | None:
+    """What an item shows: its ``describe`` dot path, else the whole item; None when the path is missing."""
+    value = item if describe is None else resolve_dot_path(item, describe)
+    return None if value is MISSING else to_text(value)
+
+
 def option_texts(items: Sequence[Any], describe: str | None) -> list[str]:
-    if describe is None:
-        return [to_text(item) for item in items]
     texts = []
     for index, item in enumerate(items):
-        value = resolve_dot_path(item, describe)
-        if value is MISSING:
+        text = item_text(item, describe)
+        if text is None:
             raise InvalidInputError(
                 "describe", "a dot path present in every item", detail=f"item {index} has no {describe!r}"
             )
-        texts.append(to_text(value))
+        texts.append(text)
     return texts
 
 

@@ -43,6 +43,7 @@ held-out figure beside the fitted constants.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -265,18 +266,27 @@ TOPIC_TEMPERATURE = 10.0
 TOPIC_SYNONYM_COSINE = 0.6
 
 
-def topic_log_probabilities(text_vectors: np.ndarray, topic: str, temperature: float = TOPIC_TEMPERATURE) -> np.ndarray:
+@functools.cache
+def _background_vectors() -> np.ndarray:
+    """The background topics' MiniLM vectors, encoded once per process."""
+    return _runtime.dense_vectors(list(BACKGROUND_TOPICS), None)[0].astype(np.float64)
+
+
+def topic_log_probabilities(
+    text_vectors: np.ndarray, topic_vector: np.ndarray, temperature: float = TOPIC_TEMPERATURE
+) -> np.ndarray:
     """log P(topic) for each text in a softmax over the topic and the background topics.
 
     A raw cosine to a one-word topic is small even for a text plainly about it
     ("pets" and a sentence about a cat: 0.31); how it compares with other topics
     carries over from one kind of topic to another far better than its size.
     """
-    vectors = _runtime.dense_vectors([topic, *BACKGROUND_TOPICS], None)[0].astype(np.float64)
-    asked, background = vectors[0], vectors[1:]
+    asked = np.asarray(topic_vector, dtype=np.float64)
+    background = _background_vectors()
     background = background[background @ asked <= TOPIC_SYNONYM_COSINE]
-    scores = temperature * (np.asarray(text_vectors, dtype=np.float64) @ asked)
-    others = temperature * (np.asarray(text_vectors, dtype=np.float64) @ background.T)
+    texts = np.asarray(text_vectors, dtype=np.float64)
+    scores = temperature * (texts @ asked)
+    others = temperature * (texts @ background.T)
     return scores - np.logaddexp(scores, np.logaddexp.reduce(others, axis=1))
 
 
@@ -438,7 +448,7 @@ class LocalModel:
             contrasts = [vectors.cosines(true, subjects) - vectors.cosines(false, subjects) for true, false in pairs]
             logits = MAPS.contrast_slope * np.mean(contrasts, axis=0)
         else:
-            topic = topic_log_probabilities(vectors.of(subjects), plan.queries[0])
+            topic = topic_log_probabilities(vectors.of(subjects), vectors.of(plan.queries)[0])
             logits = MAPS.topic_slope * topic + MAPS.topic_offset
         return np.asarray(logits, dtype=np.float64)
 
