@@ -14,15 +14,19 @@ the key::
     [cache]
     enabled = true                  # the decision cache (DECIRANK_CACHE=on|off wins)
 
+    [tracing]
+    enabled = true                  # OpenTelemetry spans (DECIRANK_TRACING=on|off wins)
+
 API keys are never stored here: they come from each provider's environment
 variable.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -31,7 +35,7 @@ from typing import Any
 from ._paths import config_file
 from .errors import ConfigError
 
-__all__ = ["Config", "load_config"]
+__all__ = ["Config", "load_config", "switch"]
 
 # Option names that would put a secret in the file; keys belong in environment variables.
 _SECRET_OPTIONS = frozenset({"api_key", "key", "token", "password", "secret"})
@@ -46,6 +50,8 @@ class Config:
     providers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: ``[cache] enabled``; None when the file does not say.
     cache_enabled: bool | None = None
+    #: ``[tracing] enabled``; None when the file does not say.
+    tracing_enabled: bool | None = None
 
 
 _cached: tuple[Path, tuple[int, int] | None, Config] | None = None
@@ -81,7 +87,8 @@ def _parse(path: Path) -> Config:
         path,
         roles=MappingProxyType(_parse_roles(path, data.get("roles", {}))),
         providers=MappingProxyType(_parse_providers(path, data.get("providers", {}))),
-        cache_enabled=_parse_cache(path, data.get("cache", {})),
+        cache_enabled=_parse_enabled(path, "cache", data.get("cache", {})),
+        tracing_enabled=_parse_enabled(path, "tracing", data.get("tracing", {})),
     )
 
 
@@ -127,8 +134,24 @@ def _parse_providers(path: Path, section: Any) -> dict[str, Mapping[str, Any]]:
     return providers
 
 
-def _parse_cache(path: Path, section: Any) -> bool | None:
-    enabled = _table(path, "cache", section).get("enabled")
+def _parse_enabled(path: Path, name: str, section: Any) -> bool | None:
+    enabled = _table(path, name, section).get("enabled")
     if enabled is not None and not isinstance(enabled, bool):
-        raise ConfigError(f"{path}: cache.enabled: expected true or false, got {enabled!r}")
+        raise ConfigError(f"{path}: {name}.enabled: expected true or false, got {enabled!r}")
     return enabled
+
+
+_ON = frozenset({"on", "1", "true", "yes"})
+_OFF = frozenset({"off", "0", "false", "no"})
+
+
+def switch(variable: str, configured: Callable[[Config], bool | None]) -> bool:
+    """An on/off setting: ``variable`` (on or off) when set, else what the config says, else off."""
+    setting = os.environ.get(variable, "").strip().lower()
+    if setting in _ON:
+        return True
+    if setting in _OFF:
+        return False
+    if setting:
+        raise ConfigError(f"{variable}: expected on or off, got {setting!r}")
+    return bool(configured(load_config()))

@@ -28,14 +28,10 @@ tool call), ``decirank.status``, ``decirank.cost`` and ``decirank.currency``.
 
 from __future__ import annotations
 
-import os
-import threading
-import tomllib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._paths import config_file
+from ._config import switch
 from .errors import ConfigError
 
 if TYPE_CHECKING:  # never imported at run time unless tracing is on
@@ -47,53 +43,13 @@ __all__ = ["ENVIRONMENT_VARIABLE", "TRACER_NAME", "ToolSpan", "start_tool_span",
 ENVIRONMENT_VARIABLE = "DECIRANK_TRACING"
 TRACER_NAME = "decirank"
 
-_ON = frozenset({"on", "1", "true", "yes"})
-_OFF = frozenset({"off", "0", "false", "no"})
 # The input lists whose length is a tool call's decirank.items, by the tools' argument names.
 _LISTS = ("items", "documents", "refs")
 
 
 def tracing_enabled() -> bool:
     """``DECIRANK_TRACING`` (on or off) when set, else the config's ``[tracing] enabled``, else off."""
-    setting = os.environ.get(ENVIRONMENT_VARIABLE, "").strip().lower()
-    if setting in _ON:
-        return True
-    if setting in _OFF:
-        return False
-    if setting:
-        raise ConfigError(f"{ENVIRONMENT_VARIABLE}: expected on or off, got {setting!r}")
-    return _configured(config_file())
-
-
-_cached: tuple[Path, tuple[int, int], bool] | None = None
-_lock = threading.Lock()
-
-
-def _configured(path: Path) -> bool:
-    """The config file's ``[tracing] enabled``, read again only when the file changes."""
-    global _cached
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return False
-    signature = (stat.st_mtime_ns, stat.st_size)
-    with _lock:
-        if _cached is not None and _cached[:2] == (path, signature):
-            return _cached[2]
-    try:
-        section = tomllib.loads(path.read_text(encoding="utf-8")).get("tracing", {})
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: not valid TOML: {error}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: cannot be read: {error}") from None
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: tracing: expected a table, got {type(section).__name__}")
-    enabled = section.get("enabled", False)
-    if not isinstance(enabled, bool):
-        raise ConfigError(f"{path}: tracing.enabled: expected true or false, got {enabled!r}")
-    with _lock:
-        _cached = (path, signature, enabled)
-    return enabled
+    return switch(ENVIRONMENT_VARIABLE, lambda config: config.tracing_enabled)
 
 
 def start_tool_span(

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from pathlib import Path
 
-from .._config import load_config
+from .._config import switch
 from .._jsonpath import canonical_json
 from .._paths import data_file
-from ..errors import ConfigError, InvalidAnswerError
+from ..errors import InvalidAnswerError
 from ..types.answers import DecisionResponse, Usage
 from ..types.questions import DecisionRequest
 from ..types.records import answers_from_data, answers_to_data, request_to_data
@@ -29,9 +28,6 @@ from ._database import Database, SQLiteDatabase, timestamp
 from ._migrations import Migration, migrate
 
 __all__ = ["MIGRATIONS", "DecisionCache", "cache_key", "current_cache"]
-
-_ON = frozenset({"on", "1", "true", "yes"})
-_OFF = frozenset({"off", "0", "false", "no"})
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -98,14 +94,7 @@ class DecisionCache:
 
 
 def cache_enabled() -> bool:
-    setting = os.environ.get("DECIRANK_CACHE", "").strip().lower()
-    if setting in _ON:
-        return True
-    if setting in _OFF:
-        return False
-    if setting:
-        raise ConfigError(f"DECIRANK_CACHE: expected on or off, got {setting!r}")
-    return bool(load_config().cache_enabled)
+    return switch("DECIRANK_CACHE", lambda config: config.cache_enabled)
 
 
 _default: tuple[Path, DecisionCache] | None = None
