@@ -190,6 +190,15 @@ def test_an_exec_command_that_utf8_cannot_encode_is_refused(store):
     assert raised.value.field == "evaluator"
 
 
+@pytest.mark.parametrize("evaluator", ["score:good\ud800", "validate:js\ud800on"])
+def test_any_evaluator_that_utf8_cannot_encode_is_refused(store, evaluator):
+    """score: and validate: are checked as exec: is, where the directive is parsed, before any model is asked."""
+    store.put("r/a", "x")
+    with pytest.raises(InvalidInputError) as raised:
+        decirank.score_list(["r/a"], evaluator, store=store, model="lexical")
+    assert raised.value.field == "evaluator"
+
+
 def test_output_is_capped_to_its_last_64_kib(tmp_path):
     """A command printing megabytes keeps only the end, where a failure's cause usually is."""
     command = f"{PYTHON} -c \"import sys; sys.stdout.write('x' * 1_000_000 + '\\nthe end\\n')\"; exit 1"

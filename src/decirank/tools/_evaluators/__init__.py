@@ -9,6 +9,7 @@ from __future__ import annotations
 from ...backends import suggest
 from ...errors import InvalidInputError
 from ...stores.artifacts import ArtifactStore
+from .._checks import check_encodable
 from .base import Evaluation, Evaluator, Verdict, strip_code_fence
 from .exec import DEFAULT_EXEC_TIMEOUT, ExecEvaluator
 from .score import CriterionScorer
@@ -35,6 +36,8 @@ def parse_evaluator(
     """The evaluator ``spec`` names; ``store`` holds the registered types of ``validate:``."""
     if not isinstance(spec, str) or not spec.strip():
         raise InvalidInputError("evaluator", EVALUATOR_FORMS, got=spec)
+    # A lone surrogate can be neither run, nor asked about, nor logged: refused here, for every form.
+    check_encodable(spec, "evaluator")
     prefix, separator, argument = spec.strip().partition(":")
     argument = argument.strip()
     if not separator or prefix not in _PREFIXES:

@@ -35,7 +35,6 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 from ...decisions.toolcall import ToolCall
-from ...errors import InvalidInputError
 from .base import Evaluation, Evaluator, Verdict, strip_code_fence
 
 __all__ = ["DEFAULT_EXEC_TIMEOUT", "OUTPUT_LIMIT", "CommandOutcome", "ExecEvaluator", "run_command"]
@@ -193,12 +192,6 @@ class ExecEvaluator(Evaluator):
         budget: float | None = None,
     ) -> None:
         super().__init__(spec)
-        try:
-            command.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidInputError(
-                "evaluator", "a command encodable as UTF-8", detail="it holds a lone surrogate"
-            ) from None
         self.command = command
         self.timeout = timeout
         #: When the tool call's budget runs out, on anyio's clock; no run goes past it.
