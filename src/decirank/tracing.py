@@ -61,15 +61,24 @@ def start_tool_span(
     return ToolSpan(tool, run_id=run_id, role=role, inputs=inputs)
 
 
-def _opentelemetry() -> Any:
-    try:
-        from opentelemetry import trace
-    except ImportError:
-        raise ConfigError(
-            f"tracing is enabled ({ENVIRONMENT_VARIABLE} or [tracing] in the config) but OpenTelemetry is not "
-            "installed: pip install 'decirank[tracing]'"
-        ) from None
-    return trace
+_tracer: Any = None
+
+
+def _get_tracer() -> Any:
+    """decirank's tracer, got once (the API's proxy follows a TracerProvider set later)."""
+    global _tracer
+    if _tracer is None:
+        try:
+            from opentelemetry import trace
+        except ImportError:
+            raise ConfigError(
+                f"tracing is enabled ({ENVIRONMENT_VARIABLE} or [tracing] in the config) but OpenTelemetry is not "
+                "installed: pip install 'decirank[tracing]'"
+            ) from None
+        from . import __version__
+
+        _tracer = trace.get_tracer(TRACER_NAME, __version__)
+    return _tracer
 
 
 def _count(inputs: Mapping[str, Any] | None) -> int | None:
@@ -102,13 +111,11 @@ class ToolSpan:
     """One tool call's span; :meth:`model_call` adds each attempt, :meth:`end` closes it."""
 
     def __init__(self, tool: str, *, run_id: str, role: str | None, inputs: Mapping[str, Any] | None) -> None:
-        self._trace = trace = _opentelemetry()
-        from opentelemetry import context
+        self._tracer = _get_tracer()
+        from opentelemetry import context, trace
 
-        from . import __version__
-
+        self._trace = trace
         self._context = context
-        self._tracer = trace.get_tracer(TRACER_NAME, __version__)
         self.run_id = run_id
         self.tool = tool
         self.span = self._tracer.start_span(
