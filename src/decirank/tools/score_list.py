@@ -42,7 +42,6 @@ from ._evaluators import (
     parse_evaluator,
     register_validation_type,
 )
-from ._evaluators.exec import ExecEvaluator
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -275,9 +274,8 @@ async def ascore_list(
             backend_options={"base_url": base_url},
             inputs=inputs,
         ) as call:
-            if isinstance(chosen, ExecEvaluator):
-                # Commands share the call's one budget as model calls do: none runs past it.
-                chosen = chosen.within(timeout)
+            # Commands share the call's one budget as model calls do: none runs past it.
+            chosen = chosen.within(timeout)
             evaluations = await _evaluate_all(
                 chosen, ref_list, texts, call if chosen.needs_model else None, max_concurrency, on_progress
             )

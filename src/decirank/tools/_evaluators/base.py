@@ -41,6 +41,14 @@ class Evaluator(abc.ABC):
         #: The directive as the caller wrote it.
         self.spec = spec
 
+    def within(self, budget: float | None) -> Evaluator:
+        """This evaluator, bounded by a tool call's budget of ``budget`` seconds from now.
+
+        Model calls are bounded by the ToolCall already, so most evaluators are themselves;
+        one that does work of its own (``exec:``) overrides this.
+        """
+        return self
+
     @abc.abstractmethod
     async def evaluate(self, text: str, call: ToolCall | None) -> Evaluation:
         """Score one artifact's text; ``call`` is the open ToolCall when ``needs_model``."""
