@@ -143,6 +143,16 @@ def test_a_body_that_is_not_json_is_a_422_naming_the_problem(client, content, pr
     assert_connection_still_serves(client)
 
 
+def test_an_integer_longer_than_python_converts_is_a_422_not_a_500(client):
+    """Python's parser refuses an integer of more than 4300 digits with a ValueError; that is bad input too."""
+    content = b'{"query": "q", "documents": ["a"], "top_n": ' + b"1" * 5000 + b"}"
+    response = client.post("/v1/rerank", content=content, headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"][0]
+    assert detail["loc"] == ["body"] and "digits" in detail["msg"]
+    assert_connection_still_serves(client)
+
+
 def test_the_openapi_document_lists_every_status_a_route_answers_with(client):
     """Each route documents its error statuses: 401 with a key, 413, 422, 502, 503, 504, and 404 for a run."""
     paths = client.get("/openapi.json").json()["paths"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -200,6 +201,9 @@ def parse_body(body: bytes) -> Any:
         ) from None
     except RecursionError:
         raise BodyError([], "a JSON document", detail="nested too deeply", kind="json_invalid") from None
+    except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits)
+        detail = f"a number has more than {sys.get_int_max_str_digits()} digits"
+        raise BodyError([], "a JSON document", detail=detail, kind="json_invalid") from None
     unfit = _first_unfit(document)
     if unfit is not None:
         raise unfit
