@@ -124,7 +124,6 @@ class Database(abc.ABC):
             try:
                 yield self
                 self._run("COMMIT", ())
-                self._committed()
             except BaseException:
                 # A failed COMMIT can leave the transaction open; a failed statement may have ended it
                 # already. Either way the connection must be left outside any transaction, and the
@@ -132,6 +131,7 @@ class Database(abc.ABC):
                 with contextlib.suppress(Exception):
                     self._run("ROLLBACK", ())
                 raise
+            self._committed()
 
     def _committed(self) -> None:
         """Called after each transaction commits (lock held); nothing by default."""
