@@ -93,7 +93,10 @@ def test_provider_options_from_the_config_reach_every_backend_of_that_provider(c
         ("[roles.decider]\nmodels = []", "roles.decider.models"),
         ('[roles.decider]\nmodels = ["local", 2]', "roles.decider.models"),
         ('[providers.lexical]\napi_key = "sk-123"', "providers.lexical.api_key"),
-        ('[roles.decider]\nmodels = ["lexical"]\n[providers.lexical]\nbase_url = "http://x"', "providers.lexical.base_url"),
+        (
+            '[roles.decider]\nmodels = ["lexical"]\n[providers.lexical]\nbase_url = "http://x"',
+            "providers.lexical.base_url",
+        ),
         ('[providers.lexicl]\nbase_url = "http://x"', "did you mean 'lexical'"),
         ('[roles.decider]\nmodels = ["lexical", "lexicl:bm25"]', "roles.decider.models[1]"),
         ("[cache]\nenabled = 'yes'", "cache.enabled"),

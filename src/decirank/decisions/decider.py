@@ -134,9 +134,8 @@ async def _attempt(
     started, clock = time.time(), time.perf_counter()
 
     def ended(status: str, response: DecisionResponse | None = None, error: BaseException | None = None) -> Attempt:
-        attempt = Attempt(
-            backend.name, backend.provider, number, request, started, time.perf_counter() - clock, status, response, error
-        )
+        duration = time.perf_counter() - clock
+        attempt = Attempt(backend.name, backend.provider, number, request, started, duration, status, response, error)
         report(attempt)
         return attempt
 

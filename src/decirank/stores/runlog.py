@@ -414,7 +414,9 @@ class RunLog:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def runs(self, *, limit: int | None = 20, tool: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+    def runs(
+        self, *, limit: int | None = 20, tool: str | None = None, status: str | None = None
+    ) -> list[dict[str, Any]]:
         """Tool runs, newest first."""
         self.flush()
         sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE kind = 'tool'"
@@ -459,7 +461,8 @@ class RunLog:
         """Tool runs by tool and status; per model: calls, failures, cache hits, tokens, cost, latency."""
         self.flush()
         tools = self.database.query(
-            "SELECT tool, status, COUNT(*) AS runs FROM runs WHERE kind = 'tool' GROUP BY tool, status ORDER BY tool, status"
+            "SELECT tool, status, COUNT(*) AS runs FROM runs WHERE kind = 'tool' "
+            "GROUP BY tool, status ORDER BY tool, status"
         )
         models = self.database.query(
             """
