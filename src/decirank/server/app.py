@@ -247,7 +247,23 @@ class GuardedRoute(APIRoute):
 # --- the guards around every request ---------------------------------------------------------
 
 
-class BodyLimit:
+class _HTTPMiddleware:
+    """An ASGI middleware whose :meth:`handle` sees every HTTP request; anything else (lifespan) passes by."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self.handle(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
+class BodyLimit(_HTTPMiddleware):
     """Answers 413 to a body over ``max_bytes``, declared or (when chunked) as it arrives.
 
     The body is read here in full, then handed on: the endpoints parse it
@@ -257,13 +273,10 @@ class BodyLimit:
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope["headers"]).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_bytes:
             await self._refuse(scope, receive, send)
@@ -327,16 +340,10 @@ async def _cancelled_on_disconnect(app: ASGIApp, scope: Scope, body: bytes, rece
         group.cancel_scope.cancel()
 
 
-class ServerErrors:
+class ServerErrors(_HTTPMiddleware):
     """The last resort: an exception that escaped every handler becomes a logged 500, never a dropped connection."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def sending(message: Message) -> None:
@@ -354,16 +361,10 @@ class ServerErrors:
             await SafeJSONResponse(body, status_code=500)(scope, receive, send)
 
 
-class RequestId:
+class RequestId(_HTTPMiddleware):
     """Gives every response an ``x-request-id``, which clients keep on the errors they raise."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         request_id = uuid.uuid4().hex.encode()
 
         async def send_with_id(message: Message) -> None:
