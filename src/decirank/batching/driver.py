@@ -35,7 +35,6 @@ __all__ = ["DEFAULT_CHUNK_ROWS", "ENGINES", "BatchProgress", "BatchResult", "err
 #: Rows per chunk when the model declares no questions-per-call limit.
 DEFAULT_CHUNK_ROWS = 64
 ENGINES = ("local", "ray")
-_ERRORS_SHOWN = 5
 
 
 @dataclass(frozen=True)
@@ -210,8 +209,8 @@ def _assemble(
     output_path: Path,
     out_fmt: str,
     errors_path: Path,
-) -> int:
-    """Write the output (and the errors file) from the input and the finished chunks; return the rows failed."""
+) -> None:
+    """Write the output (and the errors file) from the input and the finished chunks."""
     chunk_rows = progress.chunk_rows
     ranks: dict[int, int] = {}
     if job.tool == "rerank":
@@ -260,22 +259,6 @@ def _assemble(
         os.replace(errors_temporary, errors_path)
     elif errors_path.exists():
         errors_path.unlink()  # a stale file from an earlier batch would blame rows that did not fail
-    return failed
-
-
-def _first_errors(progress: Progress, limit: int = _ERRORS_SHOWN) -> list[dict[str, Any]]:
-    shown: list[dict[str, Any]] = []
-    for chunk in sorted(progress.counts):
-        if progress.counts[chunk][1]:
-            break
-    else:
-        return shown
-    for outcome in progress.outcomes():
-        for offset, error_type, message in outcome.errors:
-            shown.append({"row": outcome.chunk * progress.chunk_rows + offset, "error": error_type, "message": message})
-            if len(shown) >= limit:
-                return shown
-    return shown
 
 
 def run_batch(
@@ -317,7 +300,7 @@ def run_batch(
         overwrite=overwrite,
     )
     chunk_rows = progress.chunk_rows
-    resumed = sum(answered + failed for answered, failed in progress.counts.values())
+    resumed = progress.rows_done
     inputs = {
         "tool": job.tool,
         "input": os.fspath(input_path),
@@ -331,11 +314,6 @@ def run_batch(
     environment = {name: value for name, value in os.environ.items() if name.startswith("DECIRANK_")}
     job = job.with_run(progress.run_id if record.enabled else None, environment)
 
-    def counts() -> tuple[int, int]:
-        answered = sum(a for a, _ in progress.counts.values())
-        failed = sum(f for _, f in progress.counts.values())
-        return answered, failed
-
     def totals() -> tuple[Usage, str | None]:
         usage = Usage()
         for used in progress.usage.values():
@@ -343,15 +321,14 @@ def run_batch(
         return usage, ", ".join(sorted(progress.usage)) or None
 
     def outputs(**extra: Any) -> dict[str, Any]:
-        answered, failed = counts()
         return {
             "rows": total,
-            "done": answered + failed,
-            "answered": answered,
-            "failed": failed,
+            "done": progress.rows_done,
+            "answered": progress.answered,
+            "failed": progress.failed,
             "resumed": resumed,
             "models": {model: used.to_dict() for model, used in progress.usage.items()},
-            "first_errors": _first_errors(progress) if failed else [],
+            "first_errors": list(progress.first_errors),
             **extra,
         }
 
@@ -366,13 +343,13 @@ def run_batch(
         else:
             runner = ProcessEngine(job.task, workers or len(usable_cores()))
         if on_progress is not None:
-            answered, failed = counts()
-            on_progress(BatchProgress(total, answered + failed, failed, resumed))
+            on_progress(BatchProgress(total, progress.rows_done, progress.failed, resumed))
         chunks = _prepare(job, input_path, in_fmt, chunk_rows, dict(progress.done), fail_fast)
         for prepared, outcome in runner.run(chunks, fail_fast):
             if outcome.stop is not None:
-                answered, failed = counts()
-                raise BatchStopped(_stop_message(prepared, outcome.stop, answered + failed), error_type=outcome.stop[0])
+                raise BatchStopped(
+                    _stop_message(prepared, outcome.stop, progress.rows_done), error_type=outcome.stop[0]
+                )
             outcome.errors = sorted(prepared.problems + outcome.errors, key=lambda error: error[0])
             if fail_fast and outcome.errors:
                 offset, error_type, message = outcome.errors[0]
@@ -380,28 +357,26 @@ def run_batch(
                     f"row {prepared.start + offset} failed ({error_type}: {message}); stopped by fail-fast"
                 )
             progress.append(outcome)
-            answered, failed = counts()
             if on_progress is not None:
-                on_progress(BatchProgress(total, answered + failed, failed, resumed))
-            usage, models = totals()
-            record.tick(outputs(), usage, models)
-        failed = _assemble(job, progress, input_path, in_fmt, output_path, out_fmt, errors_path)
+                on_progress(BatchProgress(total, progress.rows_done, progress.failed, resumed))
+            if record.due():  # the run's outputs are built only when they are written
+                record.tick(outputs(), *totals())
+        _assemble(job, progress, input_path, in_fmt, output_path, out_fmt, errors_path)
     except BaseException as error:
         usage, models = totals()
         record.close(outputs(stopped=str(error)), usage, models, error)
         progress.close()
         raise
-    answered, failed = counts()
     seconds = time.perf_counter() - clock
     usage, models = totals()
     result = BatchResult(
         tool=job.tool,
         input=os.fspath(input_path),
         output=os.fspath(output_path),
-        errors=os.fspath(errors_path) if failed else None,
+        errors=os.fspath(errors_path) if progress.failed else None,
         rows=total,
-        answered=answered,
-        failed=failed,
+        answered=progress.answered,
+        failed=progress.failed,
         resumed=resumed,
         seconds=seconds,
         run_id=progress.run_id if record.enabled else None,

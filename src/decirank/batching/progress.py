@@ -29,9 +29,11 @@ from ..stores.runlog import new_run_id
 from ..types.answers import Usage
 from .chunks import ChunkOutcome, usage_from_dict
 
-__all__ = ["Progress", "fingerprint", "progress_folder"]
+__all__ = ["FIRST_ERRORS", "Progress", "fingerprint", "progress_folder"]
 
 VERSION = 1
+#: Failed rows the batch's run shows (all of them are in the errors file).
+FIRST_ERRORS = 5
 _SAMPLE = 1 << 20
 
 
@@ -60,14 +62,16 @@ def _write_atomic(path: Path, text: str) -> None:
 class Progress:
     """The progress folder of one output; :meth:`open` starts it or picks it up."""
 
-    def __init__(self, folder: Path, manifest: dict[str, Any], resumed: bool) -> None:
+    def __init__(self, folder: Path, manifest: dict[str, Any]) -> None:
         self.folder = folder
         self.manifest = manifest
-        self.resumed = resumed
         #: chunk -> (offset, length) of its line in done.jsonl
         self.done: dict[int, tuple[int, int]] = {}
-        #: Rows answered and rows failed in the chunks done, by chunk.
-        self.counts: dict[int, tuple[int, int]] = {}
+        #: Rows answered and rows failed in the chunks done.
+        self.answered = 0
+        self.failed = 0
+        #: The first failed rows, in row order (at most :data:`FIRST_ERRORS`): ``{"row", "error", "message"}``.
+        self.first_errors: list[dict[str, Any]] = []
         #: Usage of the chunks done, by the model(s) that answered.
         self.usage: dict[str, Usage] = {}
         self._journal_path = folder / "done.jsonl"
@@ -85,6 +89,11 @@ class Progress:
     @property
     def chunk_rows(self) -> int:
         return int(self.manifest["chunk_rows"])
+
+    @property
+    def rows_done(self) -> int:
+        """Rows answered or failed in the chunks done."""
+        return self.answered + self.failed
 
     @classmethod
     def open(
@@ -128,7 +137,7 @@ class Progress:
                     detail=f"{os.fspath(folder)!r} holds a batch that differs in {', '.join(changed)}; "
                     "rerun it as it was, or give --overwrite to start over",
                 )
-            return cls(folder, manifest, resumed=True)
+            return cls(folder, manifest)
         if output.exists() and not overwrite:
             raise InvalidInputError(
                 "--out",
@@ -145,7 +154,7 @@ class Progress:
             "started": time.time(),
         }
         _write_atomic(folder / "job.json", json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=True))
-        return cls(folder, manifest, resumed=False)
+        return cls(folder, manifest)
 
     @staticmethod
     def _read_manifest(folder: Path) -> dict[str, Any]:
@@ -176,13 +185,12 @@ class Progress:
                 try:
                     data = json.loads(line)
                     chunk = int(data["chunk"])
-                    answered, failed = len(data["answers"]), len(data["errors"])
+                    answered, errors = len(data["answers"]), [list(error) for error in data["errors"]]
                     usage = {model: usage_from_dict(used) for model, used in (data.get("usage") or {}).items()}
                 except (ValueError, KeyError, TypeError):
                     break
-                self._add_usage(usage)
+                self._count(chunk, answered, errors, usage)
                 self.done[chunk] = (offset, len(line))
-                self.counts[chunk] = (answered, failed)
                 offset += len(line)
                 good_end = offset
         if good_end != self._journal_path.stat().st_size:
@@ -195,10 +203,17 @@ class Progress:
         self._journal.write(line)
         self._journal.flush()
         self.done[outcome.chunk] = (offset, len(line))
-        self.counts[outcome.chunk] = (len(outcome.answers), len(outcome.errors))
-        self._add_usage({model: usage_from_dict(used) for model, used in outcome.usage.items()})
+        usage = {model: usage_from_dict(used) for model, used in outcome.usage.items()}
+        self._count(outcome.chunk, len(outcome.answers), outcome.errors, usage)
 
-    def _add_usage(self, usage: dict[str, Usage]) -> None:
+    def _count(self, chunk: int, answered: int, errors: list[list[Any]], usage: dict[str, Usage]) -> None:
+        """Add a finished chunk to the totals: rows answered and failed, the first failed rows, usage."""
+        self.answered += answered
+        self.failed += len(errors)
+        if errors:
+            start = chunk * self.chunk_rows
+            failed = [{"row": start + offset, "error": kind, "message": message} for offset, kind, message in errors]
+            self.first_errors = sorted(self.first_errors + failed, key=lambda error: error["row"])[:FIRST_ERRORS]
         for model, used in usage.items():
             self.usage[model] = self.usage.get(model, Usage()) + used
 

@@ -27,7 +27,6 @@ class BatchRecord:
     def __init__(self, run_id: str, *, started: float, model: str, inputs: dict[str, Any]) -> None:
         self.run_id = run_id
         self.runlog: RunLog | None = current_runlog()
-        self._clock = time.perf_counter()
         self._started = started
         self._last_tick = 0.0
         if self.runlog is not None:
@@ -54,14 +53,15 @@ class BatchRecord:
             duration=time.time() - self._started,
         )
 
-    def tick(self, outputs: dict[str, Any], usage: Usage, models: str | None, *, force: bool = False) -> None:
-        """Progress so far, at most every few seconds; the run stays ``running``."""
+    def due(self) -> bool:
+        """Whether progress is to be written now: a run log is kept and the last write is a few seconds old."""
+        return self.runlog is not None and time.perf_counter() - self._last_tick >= TICK_SECONDS
+
+    def tick(self, outputs: dict[str, Any], usage: Usage, models: str | None) -> None:
+        """Progress so far (when :meth:`due`); the run stays ``running``."""
         if self.runlog is None:
             return
-        now = time.perf_counter()
-        if not force and now - self._last_tick < TICK_SECONDS:
-            return
-        self._last_tick = now
+        self._last_tick = time.perf_counter()
         self._write("running", outputs, usage, models, None)
 
     def close(self, outputs: dict[str, Any], usage: Usage, models: str | None, error: BaseException | None) -> None:
