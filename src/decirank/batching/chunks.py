@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,6 +121,7 @@ async def _ask(task: Task, items: list[Item]) -> tuple[list[dict[str, Any]], lis
     """Answer columns for each item, in order, and each call's (model, usage); raises when a call fails."""
     texts = [text for _, text, _ in items]
     common = {"model": task.model, "timeout": task.timeout, "base_url": task.base_url}
+    examples = list(task.examples) or None
     if task.tool == "filter":
         from ..tools.filter import afilter
 
@@ -128,7 +130,7 @@ async def _ask(task: Task, items: list[Item]) -> tuple[list[dict[str, Any]], lis
             task.question,
             task.state,
             min_confidence=task.min_confidence,
-            examples=list(task.examples) or None,
+            examples=examples,
             **common,
         )
         answers = [{"probability": d.probability, "kept": d.kept} for d in result.decisions]
@@ -136,14 +138,12 @@ async def _ask(task: Task, items: list[Item]) -> tuple[list[dict[str, Any]], lis
     if task.tool == "score":
         from ..tools.score import ascore
 
-        result = await ascore(
-            texts, task.question, true=task.true, false=task.false, examples=list(task.examples) or None, **common
-        )
+        result = await ascore(texts, task.question, true=task.true, false=task.false, examples=examples, **common)
         return [{"probability": p} for p in result.probabilities], [(result.model, result.usage)]
     if task.tool == "classify":
         from ..tools.classify import aclassify
 
-        result = await aclassify(texts, task.question, task.options, examples=list(task.examples) or None, **common)
+        result = await aclassify(texts, task.question, task.options, examples=examples, **common)
         return [{"choice": d.choice, "probability": d.probability} for d in result.decisions], [
             (result.model, result.usage)
         ]
@@ -194,10 +194,7 @@ def answer_chunk(task: Task, chunk: int, items: list[Item], fail_fast: bool = Fa
     outcome = ChunkOutcome(chunk)
 
     async def run() -> None:
-        if task.parent_run is not None:
-            with under_parent_run(task.parent_run):
-                await _solve(task, items, outcome, fail_fast)
-        else:
+        with under_parent_run(task.parent_run) if task.parent_run is not None else nullcontext():
             await _solve(task, items, outcome, fail_fast)
 
     anyio.run(run)

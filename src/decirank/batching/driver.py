@@ -22,6 +22,7 @@ from typing import Any
 
 from ..decisions.decider import Decider
 from ..errors import InvalidInputError
+from ..tools._checks import check_count
 from ..types.answers import Usage
 from .chunks import BatchStopped, ChunkOutcome
 from .engines import InlineEngine, Prepared, ProcessEngine, usable_cores
@@ -97,14 +98,6 @@ class BatchResult:
 def errors_path_for(output: Path) -> Path:
     """``out.jsonl`` -> ``out.errors.jsonl`` (any output format)."""
     return output.with_name(output.stem + ".errors.jsonl")
-
-
-def _check_count(value: Any, field: str, *, minimum: int) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidInputError(field, f"a whole number of at least {minimum}", got=value)
-    return value
 
 
 def _check_paths(input: Any, output: Any, errors: Any) -> tuple[Path, str, Path, str, Path]:
@@ -282,8 +275,10 @@ def run_batch(
         raise InvalidInputError(
             "address", "an address only with engine ray", detail="the local engine runs on this machine"
         )
-    workers = _check_count(workers, "workers", minimum=0 if engine == "local" else 1)
-    batch_size = _check_count(batch_size, "batch_size", minimum=1)
+    if workers is not None:
+        workers = check_count(workers, "workers", lowest=0 if engine == "local" else 1)
+    if batch_size is not None:
+        batch_size = check_count(batch_size, "batch_size")
     input_path, in_fmt, output_path, out_fmt, errors_path = _check_paths(input, output, errors)
     check_readable(input_path, in_fmt, "input")
     _check_columns(job, input_columns(input_path, in_fmt), input_path)

@@ -115,11 +115,7 @@ def _csv_rows(path: Path) -> Iterator[Row]:
         for index, record in enumerate(reader):
             extra = record.pop(None, None)  # type: ignore[call-overload]
             if extra is not None:
-                yield Row(
-                    index,
-                    {key: value for key, value in record.items()},
-                    f"record {index + 1} has {len(extra)} more field(s) than the header",
-                )
+                yield Row(index, dict(record), f"record {index + 1} has {len(extra)} more field(s) than the header")
             else:
                 yield Row(index, {key: ("" if value is None else value) for key, value in record.items()})
 

@@ -14,7 +14,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .._jsonpath import MISSING, resolve_dot_path, to_text
@@ -86,8 +86,6 @@ class Job:
     #: rerank: one query for every row, or the column holding each row's query.
     query: str | None = None
     query_field: str | None = None
-    none: str | None = None
-    given_examples: Any = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -208,11 +206,10 @@ class Job:
                 false=check_optional_text(false, "false"),
                 examples=likelihood_examples(examples),
             )
-        return cls(tool, task, none=none, given_examples=examples, **job_fields)
+        return cls(tool, task, **job_fields)
 
     def with_run(self, parent_run: str | None, environment: Mapping[str, str]) -> Job:
-        task = Task(**{**self.task.__dict__, "parent_run": parent_run, "environment": dict(environment)})
-        return Job(**{**self.__dict__, "task": task})
+        return replace(self, task=replace(self.task, parent_run=parent_run, environment=dict(environment)))
 
 
 def _filter_examples(examples: Any, text: str | None, describe: str | None) -> tuple[Example, ...]:
