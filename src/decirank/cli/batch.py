@@ -24,31 +24,13 @@ from ._output import (
 
 __all__ = ["batch"]
 
-# The Python names of the options, as the command line spells them, for the errors that name one.
-_FLAGS = {
-    "tool": "TOOL",
-    "input": "INPUT",
-    "output": "--out",
-    "question": "--question",
-    "state": "--state",
-    "options": "--options",
-    "none": "--none",
-    "true": "--true",
-    "false": "--false",
-    "examples": "--examples",
-    "min_confidence": "--min-confidence",
-    "query": "--query",
-    "query_field": "--query-field",
-    "text": "--text",
-    "describe": "--describe",
-    "model": "--model",
-    "base_url": "--base-url",
-    "timeout": "--timeout",
-    "engine": "--engine",
-    "workers": "--workers",
-    "address": "--address",
-    "batch_size": "--batch-size",
-    "errors": "--errors",
+# The Python names of the arguments as the command line spells them, for the errors that name one.
+_FLAGS = {"tool": "TOOL", "input": "INPUT", "output": "--out"} | {
+    name: "--" + name.replace("_", "-")
+    for name in (
+        "question state options none true false examples min_confidence query query_field text describe"
+        " model base_url timeout engine workers address batch_size errors"
+    ).split()
 }
 
 
