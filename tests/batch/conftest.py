@@ -59,6 +59,22 @@ def read_output(path: Path) -> list[dict]:
     return pq.read_table(path).to_pylist()
 
 
+class Stop(KeyboardInterrupt):
+    """Raised by :func:`interrupt_after`: a batch stopped part-way, as Ctrl-C stops it."""
+
+
+def interrupt_after(chunks: int):
+    """An ``on_progress`` that stops the batch once ``chunks`` chunks are done (its first call reports the start)."""
+    seen = {"calls": 0}
+
+    def on_progress(progress):
+        seen["calls"] += 1
+        if seen["calls"] > chunks:
+            raise Stop()
+
+    return on_progress
+
+
 @pytest.fixture
 def tickets(tmp_path) -> Path:
     """120 tickets as JSON Lines."""

@@ -19,9 +19,10 @@ from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, uniform_answers, use_backend
 from decirank.types.answers import LikelihoodAnswer
 
-from .conftest import read_output, ticket_rows, write_rows
+from .conftest import Stop, interrupt_after, read_output, ticket_rows, write_rows
 
 QUESTION = "Is this about a payment?"
+QUEUES = {"billing": "payments and refunds", "pets": "dogs and cats", "tech": "apps and screens"}
 
 
 def run_filter(tickets: Path, out: Path, **options):
@@ -54,9 +55,8 @@ def test_output_is_the_input_rows_plus_answers_in_order(tmp_path, source, target
     assert len(written) == 40
     for row, output, decision in zip(rows, written, expected.decisions, strict=True):
         assert list(output)[: len(row)] == list(row) and list(output)[len(row) :] == ["probability", "kept"]
-        textual = source == "csv" or target == "csv"
         assert output["text"] == row["text"] and str(output["id"]) == str(row["id"])
-        if textual and target == "csv":
+        if target == "csv":
             assert output["probability"] == repr(decision.probability)
             assert output["kept"] == ("true" if decision.kept else "false")
         else:
@@ -91,7 +91,7 @@ def test_classify_picks_one_option_per_row(tmp_path, tickets):
         tickets,
         tmp_path / "out.jsonl",
         question="What is it about?",
-        options={"billing": "payments and refunds", "pets": "dogs and cats", "tech": "apps and screens"},
+        options=QUEUES,
         text="text",
         model="lexical",
         workers=0,
@@ -102,12 +102,7 @@ def test_classify_picks_one_option_per_row(tmp_path, tickets):
     assert {row["choice"] for row in written} <= {"billing", "pets", "tech"}
     assert all(0 < row["probability"] <= 1 for row in written)
     texts = [row["text"] for row in written[:50]]
-    direct = decirank.tools.classify.classify(
-        texts,
-        "What is it about?",
-        written and {"billing": "payments and refunds", "pets": "dogs and cats", "tech": "apps and screens"},
-        model="lexical",
-    )
+    direct = decirank.tools.classify.classify(texts, "What is it about?", QUEUES, model="lexical")
     assert [row["choice"] for row in written[:50]] == [d.choice for d in direct.decisions]
 
 
@@ -238,25 +233,10 @@ def test_a_model_that_is_down_stops_the_batch_and_the_rerun_resumes(tmp_path, ti
 # -- resuming ------------------------------------------------------------------------------------------
 
 
-class _Stop(KeyboardInterrupt):
-    pass
-
-
-def _interrupt_after(chunks: int):
-    seen = {"calls": 0}
-
-    def on_progress(progress):
-        seen["calls"] += 1
-        if seen["calls"] > chunks:  # the first call reports the start
-            raise _Stop()
-
-    return on_progress
-
-
 def test_an_interrupted_batch_resumes_to_the_same_bytes_and_stays_one_run(tmp_path, tickets):
     out = tmp_path / "out.parquet"
-    with pytest.raises(_Stop):
-        run_filter(tickets, out, batch_size=25, on_progress=_interrupt_after(2))
+    with pytest.raises(Stop):
+        run_filter(tickets, out, batch_size=25, on_progress=interrupt_after(2))
     journal = tmp_path / "out.parquet.progress" / "done.jsonl"
     assert journal.read_bytes().count(b"\n") == 2
     # A kill while a chunk was being written leaves part of a line: it is dropped, that chunk asked again.
@@ -281,8 +261,8 @@ def test_an_interrupted_batch_resumes_to_the_same_bytes_and_stays_one_run(tmp_pa
 
 def test_resuming_with_other_options_or_input_is_refused(tmp_path, tickets):
     out = tmp_path / "out.jsonl"
-    with pytest.raises(_Stop):
-        run_filter(tickets, out, batch_size=25, on_progress=_interrupt_after(1))
+    with pytest.raises(Stop):
+        run_filter(tickets, out, batch_size=25, on_progress=interrupt_after(1))
     with pytest.raises(InvalidInputError, match="differs in the question and options"):
         run_filter(tickets, out, question="Is this about a dog?")
     with pytest.raises(InvalidInputError, match="differs in the rows per batch"):

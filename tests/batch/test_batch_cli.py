@@ -129,89 +129,37 @@ def test_a_batch_killed_with_sigkill_resumes_to_the_bytes_of_an_uninterrupted_on
 
 FILES = {"in.jsonl": "".join(json.dumps(row) + "\n" for row in ticket_rows(3)), "in.txt": "x\n", "exists.jsonl": "x\n"}
 
+
+def _batch(tool: str, *options: str, source: str = "in.jsonl", out: str = "o.jsonl") -> tuple[str, ...]:
+    """``decirank batch TOOL {d}/SOURCE --out {d}/OUT OPTIONS...``."""
+    return ("batch", tool, f"{{d}}/{source}", "--out", f"{{d}}/{out}", *options)
+
+
+Q = ("-q", "Q")
+
 # (id, arguments ({d} is the folder of FILES), what stderr must name)
 CASES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
-    ("unknown-tool", ("batch", "sort", "{d}/in.jsonl", "--out", "{d}/o.jsonl"), ("TOOL", "sort")),
-    ("no-out", ("batch", "filter", "{d}/in.jsonl", "-q", "Q"), ("--out",)),
-    (
-        "input-extension",
-        ("batch", "filter", "{d}/in.txt", "--out", "{d}/o.jsonl", "-q", "Q"),
-        ("INPUT", ".jsonl, .csv or .parquet"),
-    ),
-    (
-        "input-missing",
-        ("batch", "filter", "{d}/none.jsonl", "--out", "{d}/o.jsonl", "-q", "Q"),
-        ("INPUT", "does not exist"),
-    ),
-    ("out-extension", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.json", "-q", "Q"), ("--out", "'.json'")),
-    (
-        "out-exists",
-        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/exists.jsonl", "-q", "Q", "-m", "lexical"),
-        ("--out", "--overwrite"),
-    ),
-    ("no-question", ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl"), ("--question",)),
-    ("no-options", ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q"), ("--options",)),
-    (
-        "one-option",
-        ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--options", "a"),
-        ("--options", "1 options"),
-    ),
-    (
-        "bad-options-json",
-        ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--options", "[1, 2]"),
-        ("--options.0",),
-    ),
-    (
-        "state-for-classify",
-        ("batch", "classify", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--options", "a,b", "--state", "x"),
-        ("--state", "filter"),
-    ),
-    ("no-query", ("batch", "rerank", "{d}/in.jsonl", "--out", "{d}/o.jsonl"), ("--query",)),
-    (
-        "text-and-describe",
-        ("batch", "score", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--text", "a", "--describe", "b"),
-        ("--text", "not both"),
-    ),
-    (
-        "min-confidence",
-        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--min-confidence", "2"),
-        ("--min-confidence",),
-    ),
-    (
-        "engine",
-        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--engine", "spark"),
-        ("--engine",),
-    ),
-    (
-        "address-without-ray",
-        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--address", "x:1"),
-        ("--address", "engine ray"),
-    ),
-    (
-        "workers",
-        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--workers", "-1"),
-        ("--workers",),
-    ),
-    (
-        "batch-size",
-        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--batch-size", "0"),
-        ("--batch-size",),
-    ),
-    (
-        "unknown-model",
-        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "-m", "nosuch:x"),
-        ("nosuch",),
-    ),
-    (
-        "examples",
-        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--examples", "nosuchset"),
-        ("--examples",),
-    ),
-    (
-        "errors-extension",
-        ("batch", "filter", "{d}/in.jsonl", "--out", "{d}/o.jsonl", "-q", "Q", "--errors", "{d}/e.csv"),
-        ("--errors", ".jsonl"),
-    ),
+    ("unknown-tool", _batch("sort"), ("TOOL", "sort")),
+    ("no-out", ("batch", "filter", "{d}/in.jsonl", *Q), ("--out",)),
+    ("input-extension", _batch("filter", *Q, source="in.txt"), ("INPUT", ".jsonl, .csv or .parquet")),
+    ("input-missing", _batch("filter", *Q, source="none.jsonl"), ("INPUT", "does not exist")),
+    ("out-extension", _batch("filter", *Q, out="o.json"), ("--out", "'.json'")),
+    ("out-exists", _batch("filter", *Q, "-m", "lexical", out="exists.jsonl"), ("--out", "--overwrite")),
+    ("no-question", _batch("filter"), ("--question",)),
+    ("no-options", _batch("classify", *Q), ("--options",)),
+    ("one-option", _batch("classify", *Q, "--options", "a"), ("--options", "1 options")),
+    ("bad-options-json", _batch("classify", *Q, "--options", "[1, 2]"), ("--options.0",)),
+    ("state-for-classify", _batch("classify", *Q, "--options", "a,b", "--state", "x"), ("--state", "filter")),
+    ("no-query", _batch("rerank"), ("--query",)),
+    ("text-and-describe", _batch("score", *Q, "--text", "a", "--describe", "b"), ("--text", "not both")),
+    ("min-confidence", _batch("filter", *Q, "--min-confidence", "2"), ("--min-confidence",)),
+    ("engine", _batch("filter", *Q, "--engine", "spark"), ("--engine",)),
+    ("address-without-ray", _batch("filter", *Q, "--address", "x:1"), ("--address", "engine ray")),
+    ("workers", _batch("filter", *Q, "--workers", "-1"), ("--workers",)),
+    ("batch-size", _batch("filter", *Q, "--batch-size", "0"), ("--batch-size",)),
+    ("unknown-model", _batch("filter", *Q, "-m", "nosuch:x"), ("nosuch",)),
+    ("examples", _batch("filter", *Q, "--examples", "nosuchset"), ("--examples",)),
+    ("errors-extension", _batch("filter", *Q, "--errors", "{d}/e.csv"), ("--errors", ".jsonl")),
 ]
 
 

@@ -12,11 +12,7 @@ import pytest
 import decirank
 from decirank.stores.runlog import current_runlog
 
-from .conftest import ticket_rows, write_rows
-
-
-class _Stop(KeyboardInterrupt):
-    pass
+from .conftest import Stop, interrupt_after, ticket_rows, write_rows
 
 
 def test_a_batch_resumed_on_ray_writes_what_one_process_writes(tmp_path, ray_instance):
@@ -24,16 +20,9 @@ def test_a_batch_resumed_on_ray_writes_what_one_process_writes(tmp_path, ray_ins
     options = {"question": "Is this about a payment?", "text": "text", "model": "lexical", "batch_size": 50}
     reference = decirank.batch("filter", source, tmp_path / "reference.jsonl", workers=0, **options)
 
-    calls = {"n": 0}
-
-    def stop_after_two_chunks(progress):
-        calls["n"] += 1
-        if calls["n"] > 2:
-            raise _Stop()
-
     out = tmp_path / "out.jsonl"
-    with pytest.raises(_Stop):
-        decirank.batch("filter", source, out, workers=0, on_progress=stop_after_two_chunks, **options)
+    with pytest.raises(Stop):
+        decirank.batch("filter", source, out, workers=0, on_progress=interrupt_after(2), **options)
     result = decirank.batch("filter", source, out, engine="ray", workers=2, **options)
 
     assert (result.engine, result.workers, result.resumed, result.answered) == ("ray", 2, 100, 300)
