@@ -377,16 +377,18 @@ def main() -> None:
     print("|-----|--------|----------------|--------------------|----------------|")
     for measured in results["runs"]:
         print(
-            f"| {measured['name']} | {measured['rows_per_second']:.0f} | {measured['seconds']:.1f} ({measured['wall_s']}) "
-            f"| {measured['worker_mb']} | {measured['driver_mb']} |"
+            f"| {measured['name']} | {measured['rows_per_second']:.0f} "
+            f"| {measured['seconds']:.1f} ({measured['wall_s']}) | {measured['worker_mb']} | {measured['driver_mb']} |"
         )
     print(
-        f"\nscaling 1 -> {workers} workers: x{results['scaling']}; {results['rows_per_second_per_core']} rows/s per core"
+        f"\nscaling 1 -> {workers} workers: x{results['scaling']}; "
+        f"{results['rows_per_second_per_core']} rows/s per core"
     )
     if "ray_overhead" in results:
         print(
             f"ray overhead against {workers} plain workers: {results['ray_overhead']:+.1%} starting Ray, "
-            f"{results['ray_overhead_running']:+.1%} on a running Ray; output identical: {results['ray_output_identical']}"
+            f"{results['ray_overhead_running']:+.1%} on a running Ray; "
+            f"output identical: {results['ray_output_identical']}"
         )
     resume = results["resume"]
     print(
