@@ -33,7 +33,7 @@ from ..stores.examples import resolve_examples
 from ..stores.runlog import current_runlog
 from ..tools.filter import afilter
 from ..tools.rank import arank
-from ..tools.rerank import arerank
+from ..tools.rerank import RerankResult, arerank
 from ..tools.score_list import ascore_list
 from ..types.answers import DecisionResponse
 from ..types.questions import DecisionRequest
@@ -151,16 +151,38 @@ def _cohere_document(document: str | dict[str, Any]) -> dict[str, Any]:
     return {"text": document} if isinstance(document, str) else document
 
 
-@api.post(
-    "/v1/rerank",
-    response_model=wire.RerankResponse,
-    response_model_exclude_none=True,
-    responses=TOOL_ERRORS,
-    tags=["tools"],
-)
+async def _cohere_rerank(
+    body: wire.RerankRequest | wire.RerankV2Request, documents: list[Any], request: Request, *, unknown_is_default: bool
+) -> RerankResult:
+    """The rerank tool on a Cohere request's query and ``documents`` (ids are positions), under its options."""
+    return await arerank(
+        body.query,
+        documents,
+        top_k=body.top_n,
+        min_relevance=body.min_relevance,
+        model=served_model(body.model, settings_of(request), unknown_is_default=unknown_is_default),
+        timeout=_timeout(request, body.timeout, work=_count(body.documents, "documents")),
+    )
+
+
+def _cohere_meta(result: RerankResult, warnings: list[str]) -> dict[str, Any]:
+    """Cohere's ``meta`` (API version, tokens, any warnings), plus the model that answered and decirank's usage."""
+    usage = result.usage
+    meta: dict[str, Any] = {
+        "api_version": {"version": "2"},
+        "tokens": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+    }
+    if warnings:
+        meta["warnings"] = warnings
+    return {**meta, "model": result.model, "usage": usage.to_dict()}
+
+
+_COHERE_ROUTE: dict[str, Any] = {"response_model_exclude_none": True, "responses": TOOL_ERRORS, "tags": ["tools"]}
+
+
+@api.post("/v1/rerank", response_model=wire.RerankResponse, **_COHERE_ROUTE)
 async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
     """Score each document's relevance to the query; Cohere's request and response shapes."""
-    settings = settings_of(request)
     # Ids are positions, so each result knows its index whatever ids the documents carry;
     # a document the tool cannot read goes to it as it is, for its error to name it.
     documents = [
@@ -169,14 +191,7 @@ async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
         else doc
         for index, doc in enumerate(body.documents)
     ]
-    result = await arerank(
-        body.query,
-        documents,
-        top_k=body.top_n,
-        min_relevance=body.min_relevance,
-        model=served_model(body.model, settings),
-        timeout=_timeout(request, body.timeout, work=_count(body.documents, "documents")),
-    )
+    result = await _cohere_rerank(body, documents, request, unknown_is_default=False)
     results = [
         {
             "index": entry.id,
@@ -185,55 +200,27 @@ async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
         }
         for entry in result.results
     ]
-    usage = result.usage
-    meta = {
-        "api_version": {"version": "2"},
-        "tokens": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
-        "model": result.model,
-        "usage": usage.to_dict(),
-    }
-    return {"id": result.run_id, "results": results, "meta": meta}
+    return {"id": result.run_id, "results": results, "meta": _cohere_meta(result, [])}
 
 
-@api.post(
-    "/v2/rerank",
-    response_model=wire.RerankV2Response,
-    response_model_exclude_none=True,
-    responses=TOOL_ERRORS,
-    tags=["tools"],
-)
+@api.post("/v2/rerank", response_model=wire.RerankV2Response, **_COHERE_ROUTE)
 async def rerank_v2(body: wire.RerankV2Request, request: Request) -> dict[str, Any]:
     """Score each document's relevance to the query; Cohere's v2 shapes, for ``cohere.ClientV2``.
 
     ``model`` is required as in Cohere's API; a name this server does not run (``rerank-v3.5``)
     is answered by the server's model, named in ``meta.model``.
     """
-    settings = settings_of(request)
-    result = await arerank(
-        body.query,
-        [{"id": index, "text": document} for index, document in enumerate(body.documents)],
-        top_k=body.top_n,
-        min_relevance=body.min_relevance,
-        model=served_model(body.model, settings, unknown_is_default=True),
-        timeout=_timeout(request, body.timeout, work=_count(body.documents, "documents")),
-    )
+    documents = [{"id": index, "text": document} for index, document in enumerate(body.documents)]
+    result = await _cohere_rerank(body, documents, request, unknown_is_default=True)
     warnings = []
     if body.max_tokens_per_doc is not None:
         warnings.append("max_tokens_per_doc is not applied: each model reads a document up to its own context")
     if body.relevant_spans is not None and body.relevant_spans.mode == "enabled":
         warnings.append("relevant_spans are not returned by decirank's models")
-    usage = result.usage
-    meta = {
-        "api_version": {"version": "2"},
-        "tokens": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
-        "warnings": warnings or None,
-        "model": result.model,
-        "usage": usage.to_dict(),
-    }
     return {
         "id": result.run_id,
         "results": [{"index": entry.id, "relevance_score": entry.relevance_score} for entry in result.results],
-        "meta": {key: value for key, value in meta.items() if value is not None},
+        "meta": _cohere_meta(result, warnings),
     }
 
 
