@@ -19,7 +19,6 @@ every endpoint above wants the key when the server has one.
 from __future__ import annotations
 
 import json
-import math
 import re
 from datetime import UTC, datetime
 from functools import cache
@@ -33,7 +32,7 @@ from .. import __version__
 from .._config import load_config
 from ..backends import providers
 from ..decisions.roles import resolve_chain, role_names
-from ..stores.runlog import RUN_STATUSES, current_runlog
+from ..stores.runlog import RUN_STATUSES, _percentile, current_runlog
 from ..tools._evaluators.validate import BUILTIN_TYPES
 from .app import GuardedRoute, settings_of
 from .routes import _errors, require_api_key
@@ -198,13 +197,6 @@ def runlog_runs(
     }
 
 
-def _percentile(sorted_values: list[float], fraction: float) -> float | None:
-    """Nearest rank, as ``decirank runs stats`` takes it."""
-    if not sorted_values:
-        return None
-    return sorted_values[max(0, math.ceil(fraction * len(sorted_values)) - 1)]
-
-
 _BUCKETS = (60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400)
 
 
@@ -251,7 +243,7 @@ def runlog_series(
     for model, by_start in sorted(grouped.items()):
         points = []
         for start, bucket in sorted(by_start.items()):
-            latencies = sorted(bucket["latencies"])
+            latencies = sorted(bucket["latencies"])  # nearest-rank percentiles, as `decirank runs stats`
             points.append(
                 {
                     "t": datetime.fromtimestamp(start, UTC).isoformat(),
