@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.loopback import free_port, subprocess_server  # noqa: E402
+from tests.server.test_page import ITEMS, STATE, _browser_binary  # noqa: E402  (the page tests' sample data)
 
 DOCS = ROOT / "docs"
 CONFIG = """
@@ -33,21 +33,13 @@ models = ["systemone:local", "local"]
 [providers.systemone]
 base_url = "http://127.0.0.1:9"
 """
-ITEMS = [
-    "Flea life cycle: adult fleas live two to three months",
-    "Sourdough starter feeding schedule",
-    "How to bathe a cat without tears",
-    "Dog flea treatments compared",
-    "Bicycle chain maintenance",
-]
 
 
 def traffic(url: str, rounds: int, pause: float) -> None:
     """Real calls with both local models, so the run log and its charts have something to show."""
-    state = {"question": "How long do fleas live?"}
     for round_ in range(rounds):
         for model in ("local", "lexical"):
-            httpx.post(url + "/v1/rank", json={"items": ITEMS, "instructions": "Which page answers?", "state": state,
+            httpx.post(url + "/v1/rank", json={"items": ITEMS, "instructions": "Which page answers?", "state": STATE,
                                                "model": model}, timeout=60)
             httpx.post(url + "/v1/rerank", json={"query": "how long do fleas live", "documents": ITEMS * (round_ + 1),
                                                  "model": model}, timeout=60)
@@ -66,14 +58,12 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "DECIRANK_HOME": str(home)}
     command = [sys.executable, "-m", "decirank", "serve", "--port", str(port), "--model", "local"]
-    browser_binary = os.environ.get("DECIRANK_TEST_BROWSER") or shutil.which("chromium")
     with subprocess_server(command, url, ready_path="/healthz", env=env, timeout=120):
         traffic(url, rounds=int(os.environ.get("ROUNDS", "4")), pause=float(os.environ.get("PAUSE", "61")))
         failover = httpx.post(url + "/v1/rank", json={"items": ITEMS, "instructions": "Which page answers?",
-                                                      "state": {"question": "How long do fleas live?"},
-                                                      "model": "failover"}, timeout=60).json()
+                                                      "state": STATE, "model": "failover"}, timeout=60).json()
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=browser_binary)
+            browser = playwright.chromium.launch(executable_path=_browser_binary())
             page = browser.new_page(viewport={"width": 1200, "height": 860}, device_scale_factor=1)
             page.goto(url + "/")
             page.wait_for_selector("body[data-ready]")

@@ -109,7 +109,8 @@ def test_server_offers_exec_evaluators_only_when_allowed(isolated_user_dir):
 def test_runlog_runs_counts_items_and_filters_by_tool_model_and_status(keyed):
     _, client = keyed
     long_list = [f"item {i}" for i in range(300)]
-    assert client.post("/v1/rank", json={"items": long_list, "instructions": "which?", "state": None}).status_code == 200
+    ranked = client.post("/v1/rank", json={"items": long_list, "instructions": "which?", "state": None})
+    assert ranked.status_code == 200
     assert client.post("/v1/rerank", json={"query": "fleas", "documents": ITEMS, "model": "local"}).status_code == 200
     data = client.get("/v1/runlog/runs").json()
     assert data["enabled"] and data["tools"] == ["rank", "rerank"]
