@@ -22,7 +22,6 @@ several rows at once; a failed call fails the whole evaluation.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import time
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._jsonpath import JsonProblem, loads_json
 from .._sync import run_sync
 from ..decisions.decider import DEFAULT_ROLE, Decider
 from ..decisions.toolcall import gather
@@ -235,11 +235,10 @@ def load_labelled(path: str | Path) -> list[LabelledText]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise InvalidInputError("data", "JSON Lines", detail=f"line {number}: {error.msg}") from None
-        except RecursionError:
-            raise InvalidInputError("data", "JSON Lines", detail=f"line {number}: nested too deeply") from None
+            value = loads_json(line)
+        except JsonProblem as problem:
+            problem.line = number
+            raise InvalidInputError("data", "JSON Lines", detail=f"{problem.where()}{problem.problem}") from None
         text = value.get("text") if isinstance(value, dict) else None
         label = _label(value.get("label")) if isinstance(value, dict) else None
         if not isinstance(text, str) or not text.strip() or label is None:
@@ -257,11 +256,10 @@ def load_options(path: str | Path) -> dict[str, str]:
     expected = "a JSON list of labels or an object of label -> description"
     text = _read(path, "options", expected)
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InvalidInputError("options", "JSON", detail=f"line {error.lineno}: {error.msg}") from None
-    except RecursionError:
-        raise InvalidInputError("options", expected, detail="nested too deeply") from None
+        value = loads_json(text)
+    except JsonProblem as problem:
+        detail = f"{problem.where()}{problem.problem}"
+        raise InvalidInputError("options", "JSON" if problem.syntax else expected, detail=detail) from None
     return check_options(value)
 
 
@@ -389,8 +387,11 @@ def build_task(
     return _binary_task(rows, groups, labels, question, positive, true, false, examples, limit, seed)
 
 
-def _scored(rows: Sequence[LabelledText], used: Iterable[int], limit: int | None, seed: int) -> list[int]:
-    taken = set(used)
+def _scored(
+    rows: Sequence[LabelledText], example_rows: Mapping[str, list[int]], limit: int | None, seed: int
+) -> list[int]:
+    """The indices of the rows left to score once the examples are taken, sampled down to ``limit``."""
+    taken = {index for indices in example_rows.values() for index in indices}
     indices = [index for index in range(len(rows)) if index not in taken]
     if limit is not None and limit < len(indices):
         indices = sorted(_rng(seed, "limit").sample(indices, limit))
@@ -432,7 +433,7 @@ def _choice_task(rows, groups, labels, question, options, none, hold_out, exampl
             DecisionRequest(rows[index].text, {QUESTION_ID: choice}),
             rows[index].label if rows[index].label in options else NONE_KEY,
         )
-        for index in _scored(rows, (i for taken in example_rows.values() for i in taken), limit, seed)
+        for index in _scored(rows, example_rows, limit, seed)
     ]
     return LabelTask(
         "choice", question, cases, labels, len(rows), options=options, held_out=held_out,
@@ -460,7 +461,7 @@ def _topical_task(rows, groups, labels, question, words, true, false, examples, 
         questions[label] = LikelihoodQuestion(
             _fill(question, words[label]), _fill(true, words[label]), _fill(false, words[label]), tuple(shown)
         )
-    scored = _scored(rows, (i for taken in example_rows.values() for i in taken), limit, seed)
+    scored = _scored(rows, example_rows, limit, seed)
     rng = _rng(seed, "topical")
     own = set(rng.sample(range(len(scored)), (len(scored) + 1) // 2))
     cases = []
@@ -494,7 +495,7 @@ def _binary_task(rows, groups, labels, question, positive, true, false, examples
     likelihood = LikelihoodQuestion(question, true, false, tuple(shown))
     cases = [
         Case(rows[index], DecisionRequest(rows[index].text, {QUESTION_ID: likelihood}), rows[index].label == positive)
-        for index in _scored(rows, (i for taken in example_rows.values() for i in taken), limit, seed)
+        for index in _scored(rows, example_rows, limit, seed)
     ]
     return LabelTask(
         "noul", question, cases, labels, len(rows), positive=positive,
