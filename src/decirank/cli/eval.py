@@ -24,6 +24,13 @@ eval_app = typer.Typer(help="Measure ranking quality, speed and memory.", no_arg
 app.add_typer(eval_app, name="eval")
 
 
+def _cell(value: object) -> str:
+    """A measure as the tables show it: a float to 4 places, None as nothing."""
+    if value is None:
+        return ""
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
 class EvalTool(str, Enum):
     rank = "rank"
     rerank = "rerank"
@@ -53,7 +60,7 @@ def trec(
     table = new_table("measure", "value")
     for key, value in data.items():
         if value is not None:
-            table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
+            table.add_row(key, _cell(value))
     console.print(table)
 
 
@@ -140,10 +147,9 @@ def labels(
         highlight=False,
     )
     table = new_table("measure", *names)
-    shown = [score.to_dict() for score in report.models]
+    shown = data["models"]
     for key in shown[0]:
         if key in ("model", "usage") or all(score[key] is None for score in shown):
             continue
-        table.add_row(key, *("" if s[key] is None else f"{s[key]:.4f}" if isinstance(s[key], float) else str(s[key])
-                             for s in shown))
+        table.add_row(key, *(_cell(score[key]) for score in shown))
     console.print(table)
