@@ -40,10 +40,12 @@ __all__ = [
     "read_text",
     "short_text",
     "shown_item",
+    "source_name",
 ]
 
 
-def _source_name(source: str) -> str:
+def source_name(source: str) -> str:
+    """How an error names ``source``: ``standard input`` for ``-``, else the file name quoted."""
     return "standard input" if source == "-" else repr(source)
 
 
@@ -97,18 +99,18 @@ def parse_json(text: str, field: str, expected: str = "JSON", source: str | None
         raise bad_json(field, expected, problem, source) from None
 
 
-def check_text(value: Any, field: str, expected: str) -> Any:
+def check_text(value: Any, field: str, expected: str, source: str | None = None) -> Any:
     """``value`` itself, once sure it holds no lone surrogate and no float that is not finite."""
     found = find_non_text(value)
     if found is not None:
-        raise bad_json(field, expected, JsonProblem(found[1], path=found[0]))
+        raise bad_json(field, expected, JsonProblem(found[1], path=found[0]), source)
     return value
 
 
 def read_json_list(source: str, field: str) -> list[Any]:
     """A JSON array file, a JSON Lines file, or ``-`` for standard input."""
     text = read_text(source, field, "a JSON or JSON Lines file, or - for standard input")
-    name = _source_name(source)
+    name = source_name(source)
     stripped = text.strip()
     if stripped.startswith("["):
         return parse_json(stripped, field, "a JSON array", name)

@@ -9,13 +9,14 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from .._jsonpath import JsonProblem, find_non_text, loads_json
+from .._jsonpath import JsonProblem, loads_json
 from ..errors import InvalidInputError
 from ..plans import PlanResult, StepResult, run_plan
 from ..plans.plan import yaml_problem
 from ._app import app
 from ._output import (
     bad_json,
+    check_text,
     console,
     new_table,
     parse_json,
@@ -24,6 +25,7 @@ from ._output import (
     read_text,
     short_text,
     shown_item,
+    source_name,
 )
 
 plan_app = typer.Typer(help="Run plans: tool steps wired together with {{...}} templates.", no_args_is_help=True)
@@ -43,11 +45,7 @@ def _load_yaml(text: str, field: str, source: str) -> Any:
         if "integer string conversion" in problem:
             problem = f"a number has more than {sys.get_int_max_str_digits()} digits"
         raise InvalidInputError(field, "YAML", detail=f"{source}: {problem}") from None
-    found = find_non_text(value)
-    if found is not None:
-        path, problem = found
-        raise InvalidInputError(field, "YAML", detail=f"{source}, at {path}: {problem}" if path else f"{source}: {problem}")
-    return value
+    return check_text(value, field, "YAML", source)
 
 
 def _read_plan(path: Path) -> Any:
@@ -69,7 +67,7 @@ def _read_plan_input(value: str | None) -> Any:
             detail = f"no file {value!r}, and not JSON: {problem.problem}"
             raise InvalidInputError("--input", "a JSON file or a JSON value", detail=detail) from None
     text = read_text(value, "--input", "a JSON file, or - for standard input")
-    source = "standard input" if value == "-" else repr(value)
+    source = source_name(value)
     if Path(value).suffix in (".yaml", ".yml"):
         return _load_yaml(text, "--input", source)
     return parse_json(text, "--input", "JSON", source)
