@@ -26,10 +26,10 @@ import pytest
 
 from decirank.backends.local import _assets
 from decirank.errors import MissingAssetError
+from tests.cli._run import PAPERS, RANK_PAPERS
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = "decirank/backends/local/assets/"
-PAPERS = ROOT / "examples" / "papers.json"
 
 
 def run(command: list[str], **options) -> subprocess.CompletedProcess:
@@ -128,24 +128,7 @@ def test_one_pip_install_ranks_with_the_local_model(fresh_venv, tmp_path):
     assert Path(module).is_relative_to(fresh_venv), f"decirank came from {module}, not the fresh venv"
     assert no_torch and no_cognition
 
-    done = run(
-        [
-            str(fresh_venv / "bin" / "decirank"),
-            "rank",
-            str(PAPERS),
-            "--instructions",
-            "Which paper best answers the question?",
-            "--state",
-            '{"question": "How can a small model rerank search results without a GPU?"}',
-            "--describe",
-            "title",
-            "--model",
-            "local",
-            "--json",
-        ],
-        cwd=tmp_path,
-        env=env,
-    )
+    done = run([str(fresh_venv / "bin" / "decirank"), *RANK_PAPERS, "--model", "local"], cwd=tmp_path, env=env)
     result = json.loads(done.stdout)
     assert result["model"].split(":")[0] == "local"
     papers = json.loads(PAPERS.read_text())

@@ -14,32 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.backends.test_systemone import sparrow_command
-from tests.cli._run import decirank
-from tests.loopback import free_port, subprocess_server
+from tests.backends import test_systemone
+from tests.cli._run import PAPERS, RANK_PAPERS, decirank
+from tests.loopback import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
-PAPERS = str(ROOT / "examples" / "papers.json")
+#: A sparrow-decider server on a free loopback port for this module: test_systemone.py's fixture.
+sparrow = test_systemone.sparrow
 SPARROW_MODEL = "sparrow-nano-general-v1.1"
-RANK = [
-    "rank",
-    PAPERS,
-    "--instructions",
-    "Which paper best answers the question?",
-    "--state",
-    '{"question": "How can a small model rerank search results without a GPU?"}',
-    "--describe",
-    "title",
-    "--json",
-]
-
-
-@pytest.fixture(scope="module")
-def sparrow():
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with subprocess_server(sparrow_command(port), url):
-        yield url
 
 
 def write_config(home: Path, models: list[str], base_url: str) -> None:
@@ -52,7 +33,7 @@ def write_config(home: Path, models: list[str], base_url: str) -> None:
 def ranked(done) -> dict:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    papers = json.loads(Path(PAPERS).read_text())
+    papers = json.loads(PAPERS.read_text())
     assert sorted(entry["index"] for entry in result["ranked"]) == list(range(len(papers)))
     assert sum(entry["probability"] for entry in result["ranked"]) == pytest.approx(1.0, abs=0.01)
     return result
@@ -65,19 +46,19 @@ def test_the_decider_role_configured_to_an_open_server_ranks_there(sparrow, isol
     assert models.returncode == 0, models.stderr
     assert json.loads(models.stdout)["roles"]["decider"][0] == f"systemone:{SPARROW_MODEL}"
 
-    result = ranked(decirank(*RANK))
+    result = ranked(decirank(*RANK_PAPERS))
     assert result["model"] == f"systemone:{SPARROW_MODEL}", "the server answered, not the local fallback"
     assert result["usage"]["calls"] >= 1
 
 
 def test_one_call_names_the_server_with_base_url_and_jev_latest(sparrow):
     """No config: -m systemone:jev-latest --base-url, the name every one of these servers accepts."""
-    result = ranked(decirank(*RANK, "-m", "systemone:jev-latest", "--base-url", sparrow))
+    result = ranked(decirank(*RANK_PAPERS, "-m", "systemone:jev-latest", "--base-url", sparrow))
     assert result["model"] == "systemone:jev-latest"
 
 
 def test_a_server_that_is_down_fails_over_to_local(isolated_user_dir):
     """The README's role puts local after the server: with nothing listening, local answers."""
     write_config(isolated_user_dir, [f"systemone:{SPARROW_MODEL}", "local"], f"http://127.0.0.1:{free_port()}")
-    result = ranked(decirank(*RANK))
+    result = ranked(decirank(*RANK_PAPERS))
     assert result["model"].split(":")[0] == "local"

@@ -6,6 +6,23 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
+
+#: The README's example items.
+PAPERS = Path(__file__).resolve().parents[2] / "examples" / "papers.json"
+
+#: The README's ``rank`` over them, as JSON.
+RANK_PAPERS = (
+    "rank",
+    str(PAPERS),
+    "--instructions",
+    "Which paper best answers the question?",
+    "--state",
+    '{"question": "How can a small model rerank search results without a GPU?"}',
+    "--describe",
+    "title",
+    "--json",
+)
 
 
 def decirank(
