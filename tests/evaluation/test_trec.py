@@ -12,7 +12,11 @@ from decirank.errors import InvalidInputError
 from decirank.evaluation.trec import calibration, evaluate, load_qrels, load_run
 
 QUERIES = [
-    ("1", "flea life cycle", [("d1", "bread and butter"), ("d2", "the flea life cycle has four stages"), ("d3", "cats")]),
+    (
+        "1",
+        "flea life cycle",
+        [("d1", "bread and butter"), ("d2", "the flea life cycle has four stages"), ("d3", "cats")],
+    ),
     ("2", "sourdough starter", [("e1", "a sourdough starter needs flour"), ("e2", "fleas"), ("e3", "stocks")]),
 ]
 

@@ -145,7 +145,9 @@ def calibration(pairs: Iterable[tuple[float, bool]], bins: int = CALIBRATION_BIN
     for p, relevant in pairs:
         buckets[min(int(p * bins), bins - 1)].append((p, relevant))
     ece = sum(
-        len(bucket) / len(pairs) * abs(statistics.fmean(p for p, _ in bucket) - statistics.fmean(float(r) for _, r in bucket))
+        len(bucket)
+        / len(pairs)
+        * abs(statistics.fmean(p for p, _ in bucket) - statistics.fmean(float(r) for _, r in bucket))
         for bucket in buckets
         if bucket
     )
