@@ -18,7 +18,6 @@ every endpoint above wants the key when the server has one.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime
 from functools import cache
@@ -160,32 +159,9 @@ def runlog_runs(
     runlog = current_runlog()
     if runlog is None:
         return {"enabled": False, "runs": [], "tools": [], "models": [], "statuses": list(RUN_STATUSES)}
-    runlog.flush()
+    found = runlog.runs(limit=limit, tool=tool or None, status=status or None, model=model or None, with_inputs=True)
+    rows = [{**row, "items": _item_count(row.pop("inputs"))} for row in found]
     database = runlog.database
-    sql = (
-        "SELECT id, parent_id, tool, role, model, status, error_type, error, input_tokens, output_tokens, "
-        "cached_tokens, cost, currency, calls, started_at, ended_at, duration_ms, inputs FROM runs WHERE kind = 'tool'"
-    )
-    params: list[Any] = []
-    if tool:
-        sql += " AND tool = ?"
-        params.append(tool)
-    if status:
-        sql += " AND status = ?"
-        params.append(status)
-    if model:
-        sql += " AND (model = ? OR id IN (SELECT parent_id FROM runs WHERE kind = 'model' AND model = ?))"
-        params += [model, model]
-    sql += " ORDER BY started_at DESC, id LIMIT ?"
-    params.append(limit)
-    rows = []
-    for row in database.query(sql, params):
-        inputs = row.pop("inputs")
-        try:
-            decoded = json.loads(inputs) if inputs else None
-        except ValueError:
-            decoded = None
-        rows.append({**row, "items": _item_count(decoded)})
     tools = [r["tool"] for r in database.query("SELECT DISTINCT tool FROM runs WHERE kind = 'tool' ORDER BY tool")]
     used = [r["model"] for r in database.query("SELECT DISTINCT model FROM runs WHERE kind = 'model' ORDER BY model")]
     return {

@@ -415,11 +415,21 @@ class RunLog:
     # -- reading ---------------------------------------------------------------------------
 
     def runs(
-        self, *, limit: int | None = 20, tool: str | None = None, status: str | None = None
+        self,
+        *,
+        limit: int | None = 20,
+        tool: str | None = None,
+        status: str | None = None,
+        model: str | None = None,
+        with_inputs: bool = False,
     ) -> list[dict[str, Any]]:
-        """Tool runs, newest first."""
+        """Tool runs, newest first; ``model`` keeps the runs answered by or calling that model.
+
+        ``with_inputs`` adds each run's recorded (shortened) inputs.
+        """
         self.flush()
-        sql = f"SELECT {_SUMMARY_COLUMNS} FROM runs WHERE kind = 'tool'"
+        columns = f"{_SUMMARY_COLUMNS}, inputs" if with_inputs else _SUMMARY_COLUMNS
+        sql = f"SELECT {columns} FROM runs WHERE kind = 'tool'"
         params: list[Any] = []
         if tool is not None:
             sql += " AND tool = ?"
@@ -427,10 +437,15 @@ class RunLog:
         if status is not None:
             sql += " AND status = ?"
             params.append(_check_status(status))
+        if model is not None:
+            sql += " AND (model = ? OR id IN (SELECT parent_id FROM runs WHERE kind = 'model' AND model = ?))"
+            params += [model, model]
         sql += " ORDER BY started_at DESC, id"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
+        if with_inputs:
+            return [_decode(row) for row in self.database.query(sql, params)]
         return [{**row, "cached": bool(row["cached"])} for row in self.database.query(sql, params)]
 
     def run(self, run_id: str) -> dict[str, Any]:
