@@ -10,7 +10,7 @@ DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
 EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray
 
-.PHONY: install demo test bench bench-labels bench-serve bench-batch check-data clean
+.PHONY: install demo test bench bench-labels bench-decisions train-model bench-serve bench-batch check-data clean
 
 install: $(VENV)/.installed
 
@@ -50,6 +50,15 @@ bench-labels: install
 		--true "a positive movie review" --false "a negative movie review"
 	for n in 8 16 64 256; do $(LABELS) $(DECISIONS)/sst2-train.jsonl -m local --type noul --examples $$n \
 		--question "Is this movie review positive?" --true "a positive movie review" --false "a negative movie review"; done
+
+# The decision head (training/): trained on every development set, judged leave-one-domain-out.
+# train-model writes src/decirank/backends/local/assets/decision_head.npz (record its sha256 in _assets.py);
+# bench-decisions prints the same leave-one-domain-out tables and writes nothing.
+train-model: install
+	$(BIN)/python training/train.py --data $(DECISIONS)
+
+bench-decisions: install
+	$(BIN)/python training/train.py --data $(DECISIONS) --no-write
 
 # decirank serve's /v1/rerank with the default model: requests per second, p50/p95, 20 and 100 documents,
 # of DL19's passages when DATA is given, else of generated sentences.

@@ -1,20 +1,12 @@
-"""Fit the embedded model's maps for the question shapes other than passages, with cross-validated figures.
+"""Fit the embedded model's label-choice and "none" maps, with cross-validated figures.
 
     python benchmarks/fit_local_maps.py [--data ../shared/data/decisions]
 
-Reads Banking77 and SST-2 development rows ({"text", "label"} lines) and prints,
+Reads Banking77 development rows ({"text", "label"} lines) and prints,
 for each map, the figure on held-out data (labels or rows not used to fit it)
 beside the constants fitted on every row; those constants are the ones in
 ``decirank/backends/local/_model.py`` (``MAPS``) and ``_fewshot.py``.
 
-- topic yes/no: "Is the customer asking about <intent>?", half true; Platt map on the
-  topic's log-probability against the background topics; 5 folds over intents. The
-  softmax temperature is compared at 5, 10 and 20; Banking77 alone prefers 5, but a
-  topic named by a broader word ("Is this about pets?" of a sentence about a cat: 0.58
-  at 10, 0.44 at 5) needs 10, the value kept.
-- true/false descriptions: SST-2 with "a positive movie review" / "a negative movie review",
-  averaged with the question's own contrast ("... positive?" / "... negative?");
-  the slope of a map with no offset, by log loss; 5 folds over rows.
 - a choice among labels: softmax sharpness by log loss over the 77 intents.
 - none of these: 20 intents held out of the options, 10 random splits, each scored by a
   map fitted on the other nine; a bias towards the options (``NONE_BIAS``) trades
@@ -32,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import log_loss, roc_auc_score
+from sklearn.metrics import log_loss
 
-from decirank.backends.local._model import TOPIC_TEMPERATURE, _runtime, topic_log_probabilities
+from decirank.backends.local._model import _runtime
 
 warnings.filterwarnings("ignore")
 NONE_BIAS = 0.3
@@ -69,69 +61,6 @@ def main() -> None:
     X = vectors([row["text"] for row in banking])
     L = vectors(words)
     y = np.array([labels.index(row["label"]) for row in banking])
-    rng = np.random.default_rng(1)
-
-    # topic yes/no
-    asked = np.where(rng.random(len(y)) < 0.5, y, (y + rng.integers(1, 77, len(y))) % 77)
-    truth = (asked == y).astype(int)
-    folds = np.arange(77) % 5
-    rng.shuffle(folds)
-
-    def held_out_topic(temperature: float) -> tuple[np.ndarray, np.ndarray]:
-        """Held-out probabilities (5 folds over intents) and the feature, at one softmax temperature."""
-        feature = np.array(
-            [topic_log_probabilities(X[i : i + 1], L[asked[i]], temperature)[0] for i in range(len(y))]
-        )
-        held = np.zeros(len(y))
-        for fold in range(5):
-            test = folds[asked] == fold
-            held[test] = platt(feature[~test, None], truth[~test]).predict_proba(feature[test, None])[:, 1]
-        return held, feature
-
-    # Banking77's intents prefer a softer contrast (5); topics named by a broader word ("pets",
-    # "sports") need the sharper one (10) to rise above the background, so 10 is kept.
-    losses = {t: log_loss(truth, held_out_topic(t)[0]) for t in (5.0, 10.0, 20.0)}
-    temperature = TOPIC_TEMPERATURE
-    held, feature = held_out_topic(temperature)
-    model = platt(feature[:, None], truth)
-    compared = ", ".join(f"{t}: {v:.3f}" for t, v in losses.items())
-    print(
-        f"topic yes/no: temperature {temperature} (CV log loss {compared}); "
-        f"CV accuracy {((held > 0.5) == truth).mean():.3f}, ECE {ece(held, truth):.3f}, "
-        f"AUROC {roc_auc_score(truth, held):.3f}; fitted slope {model.coef_[0, 0]:.3f} offset {model.intercept_[0]:.3f}"
-    )
-
-    # true/false descriptions
-    sst = [json.loads(line) for line in open(data / "sst2-train.jsonl")]
-    S = vectors([row["text"] for row in sst])
-    positive = np.array([row["label"] == "positive" for row in sst]).astype(int)
-    true, false, asked, opposite = vectors(
-        [
-            "a positive movie review",
-            "a negative movie review",
-            "Is this movie review positive?",
-            "Is this movie review negative?",
-        ]
-    )
-    # The descriptions' contrast and the question's contrast with its opposite, averaged, as the model reads them.
-    contrast = (S @ true - S @ false + S @ asked - S @ opposite) / 2
-    slopes = np.arange(5, 60, 0.5)
-
-    def best_slope(rows: np.ndarray) -> float:
-        return float(
-            min(slopes, key=lambda k: log_loss(positive[rows], 1 / (1 + np.exp(-k * contrast[rows])), labels=[0, 1]))
-        )
-
-    order = rng.permutation(len(sst))
-    held = np.zeros(len(sst))
-    for fold in range(5):
-        test = order[fold::5]
-        train = np.setdiff1d(order, test)
-        held[test] = 1 / (1 + np.exp(-best_slope(train) * contrast[test]))
-    print(
-        f"true/false descriptions: CV accuracy {((held > 0.5) == positive).mean():.3f}, ECE {ece(held, positive):.3f}, "
-        f"AUROC {roc_auc_score(positive, held):.3f}; fitted slope {best_slope(np.arange(len(sst))):.1f}"
-    )
 
     # a choice among labels
     cosines = X @ L.T
@@ -185,16 +114,6 @@ def main() -> None:
             )
             scores.append((head.predict(X[test]) == y[test]).mean())
         print(f"few-shot choice, 10 per intent, C={c}: held-out accuracy {np.mean(scores):.3f}")
-    for c in (0.1, 1.0, 10.0):
-        scores = []
-        for seed in range(5):
-            r = np.random.default_rng(seed)
-            train = np.concatenate([r.choice(np.flatnonzero(positive == k), 16, replace=False) for k in (0, 1)])
-            test = np.setdiff1d(np.arange(len(sst)), train)
-            features = np.concatenate([S, 30.0 * contrast[:, None]], 1)
-            head = LogisticRegression(C=c, max_iter=2000).fit(features[train], positive[train])
-            scores.append((head.predict(features[test]) == positive[test]).mean())
-        print(f"few-shot yes/no, 16 per label, C={c}: held-out accuracy {np.mean(scores):.3f}")
 
 
 if __name__ == "__main__":

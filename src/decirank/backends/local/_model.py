@@ -16,15 +16,15 @@ compared with what and how the similarity becomes a probability:
   "grade 2 or more", each validated by 2-fold cross-validation over its queries).
   The query is the state; the instructions only stand in for an empty state
   (on DL19 adding "Which passage best answers the question?" costs 0.05 nDCG@10).
-- **topic** (a yes/no question about a text: the filter tool's item, else the
-  state): the text against the question's topic ("Is this about pets?" ->
-  "pets"), as a softmax over the topic and generic background topics, Platt-mapped.
-- **contrast** (``true``/``false`` descriptions, or a question turning on one
-  polar word): the mean, over the pairs, of cos(text, true side) - cos(text, false side).
+- **yes/no** (a yes/no or score question about a text: the filter tool's item,
+  else the state): the question is read (``_head.read_yes_no``: its topic, its
+  true and false sides, its negation) and the trained decision head
+  (``_head``) turns the text's and the question's vectors into a probability.
+  A score question's two sides are its top and bottom levels.
 - **labels** (a choice whose options are short): the state against each label,
   MiniLM alone (SPLADE's term matches hurt short texts), ``softmax``.
 - **items** (a choice among short items with no state: "Which one is about
-  pets?"): each item's topic likelihood, shared out among them.
+  pets?"): each item's yes/no likelihood from the head, shared out among them.
 - **none of these** (an option keyed ``none`` or described as such) gets the
   probability that no option fits, from evidence (``_choice``), never from the
   similarity to the words "none of these".
@@ -32,13 +32,12 @@ compared with what and how the similarity becomes a probability:
   (``_fewshot``).
 
 A score question is answered as a binomial over its ordered levels whose mean
-is the likelihood of its shape: level labels carry nothing a bi-encoder can
-match, while a binomial keeps the levels ordered and its expected level equal
-to the likelihood (``normalized_score == p``).
+is the likelihood of its shape: a binomial keeps the levels ordered and its
+expected level equal to the likelihood (``normalized_score == p``).
 
-The maps of the shapes other than passages (``MAPS``) are fitted on Banking77
-and SST-2 by ``benchmarks/fit_local_maps.py``, which prints each one's
-held-out figure beside the fitted constants.
+The decision head is trained by ``training/train.py`` on every development set
+and judged leave-one-domain-out; the label and "none" maps (``MAPS``) are
+fitted by ``benchmarks/fit_local_maps.py``.
 """
 
 from __future__ import annotations
@@ -56,19 +55,12 @@ from ...errors import InvalidInputError, MissingAssetError
 from ...types.answers import Answer, ChoiceAnswer, LikelihoodAnswer, ScoreAnswer
 from ...types.questions import ChoiceQuestion, LikelihoodQuestion, Question, ScoreQuestion
 from ..base import binomial_levels, render_state
-from ._assets import MINILM_FIX, SPLADE_FIX, SPLADE_WHAT, find_assets
+from ._assets import MINILM_FIX, REINSTALL_FIX, SPLADE_FIX, SPLADE_WHAT, find_assets, find_decision_head
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
 from ._fewshot import ChoiceHead, LikelihoodHead, head_key, heads
-from ._text import (
-    BACKGROUND_TOPICS,
-    is_none_option,
-    polar_contrast,
-    question_topic,
-    refers_to_state,
-    split_frame,
-    split_question,
-)
+from ._head import DecisionHead, YesNoReading, question_kind, read_yes_no, yes_no_features
+from ._text import BACKGROUND_TOPICS, is_none_option, refers_to_state, split_frame, split_question
 
 __all__ = ["VARIANTS", "LocalModel", "Variant"]
 
@@ -111,6 +103,7 @@ class _Runtime:
         self._pool: ThreadPoolExecutor | None = None
         self._dense: DenseEncoder | None = None
         self._sparse: SparseEncoder | None = None
+        self._heads: dict[str, DecisionHead] | None = None
         self.cache = VectorCache(CACHE_BYTES)
 
     def _load(self, attribute: str, make):
@@ -139,6 +132,19 @@ class _Runtime:
     def _make_sparse(self) -> SparseEncoder:
         return _read_weights(SparseEncoder, self.pool, SPLADE_WHAT, SPLADE_FIX)
 
+    @staticmethod
+    def _make_heads() -> dict[str, DecisionHead]:
+        path = find_decision_head()
+        try:
+            return DecisionHead.load_all(path)
+        except (OSError, ValueError, KeyError) as error:
+            raise MissingAssetError(f"a readable copy of the decision head ({path}: {error})", REINSTALL_FIX) from error
+
+    @property
+    def heads(self) -> dict[str, DecisionHead]:
+        """The decision heads, by kind of question (``_head.question_kind``)."""
+        return self._heads or self._load("_heads", self._make_heads)
+
     @property
     def tokenizer(self):
         return self._tokenizer or self._load("_tokenizer", self._make_tokenizer)
@@ -162,16 +168,22 @@ class _Runtime:
             self._load("_dense", self._make_dense)
         if sparse:
             self._load("_sparse", self._make_sparse)
+        if dense:
+            self._load("_heads", self._make_heads)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         # Only the first MAX_TOKENS tokens are read, so a long text is cut before it is tokenized:
         # a 1 MB document otherwise costs seconds and hundreds of MB in the tokenizer alone.
         return [encoding.ids for encoding in self.tokenizer.encode_batch([text[:MAX_CHARS] for text in texts])]
 
-    def token_count(self, texts: Sequence[str]) -> int:
-        """Tokens the texts fill, for usage; remembered, since tokenizing costs more than a cached answer."""
+    def token_counts(self, texts: Sequence[str]) -> np.ndarray:
+        """Tokens each text fills; remembered, since tokenizing costs more than a cached answer."""
         counts, _ = self._cached("tokens", texts, lambda ids, _: [np.array(len(i)) for i in ids], None)
-        return int(sum(counts))
+        return np.array(counts, dtype=np.int64).reshape(len(texts))
+
+    def token_count(self, texts: Sequence[str]) -> int:
+        """Tokens the texts fill, for usage."""
+        return int(self.token_counts(texts).sum())
 
     def _cached(self, kind: str, texts: Sequence[str], compute, cancelled) -> tuple[list, int]:
         """Each text's ``kind`` output, computing only the misses in one pass; also the tokens computed."""
@@ -220,26 +232,15 @@ _runtime = _Runtime()
 
 
 #: Question shapes, each with its own map from similarity to probability (module docstring).
-PASSAGE, TOPIC, CONTRAST, LABELS, ITEMS = "passage", "topic", "contrast", "labels", "items"
+PASSAGE, YES_NO, LABELS, ITEMS = "passage", "yes/no", "labels", "items"
 #: Choice options longer than this (median, in words) are passages; shorter ones are labels.
 LABEL_MAX_WORDS = 12
 
 
 @dataclass(frozen=True)
-class ShapeMaps:
-    """Maps from MiniLM cosine similarity to probabilities for the shapes other than passages.
+class ChoiceMaps:
+    """Maps from MiniLM cosine similarity to a choice among short labels, and to "none of these"."""
 
-    Fitted on the development data (Banking77, SST-2) by ``benchmarks/fit_local_maps.py``,
-    each validated on held-out labels before being fitted on all rows.
-    """
-
-    #: topic yes/no: sigmoid(topic_slope * log P(topic | text) + topic_offset), the log-probability
-    #: from a softmax over the asked topic and generic background topics (:func:`topic_log_probabilities`)
-    topic_slope: float
-    topic_offset: float
-    #: true/false descriptions: sigmoid(contrast_slope * (cos(text, true) - cos(text, false))), averaged
-    #: over the contrasts a question offers; no offset, so a text as close to either side is an even call
-    contrast_slope: float
     #: a choice among labels: softmax(label_sharpness * cos(text, label))
     label_sharpness: float
     #: "none of these" among labels: sigmoid(none_top * best + none_margin * (best - second) + none_offset)
@@ -248,46 +249,13 @@ class ShapeMaps:
     none_offset: float
 
 
-MAPS = ShapeMaps(
-    topic_slope=1.891,
-    topic_offset=2.674,
-    contrast_slope=30.0,
-    label_sharpness=16.5,
-    none_top=-5.43,
-    none_margin=-3.84,
-    none_offset=2.20,
-)
-
-
-#: Topic questions: the softmax temperature over the asked topic and the background topics,
-#: and how close (cosine) a background topic may be to the asked one before it is left out
-#: as a near-synonym ("animals and pets" when the question asks about pets).
-TOPIC_TEMPERATURE = 10.0
-TOPIC_SYNONYM_COSINE = 0.6
+MAPS = ChoiceMaps(label_sharpness=16.5, none_top=-5.43, none_margin=-3.84, none_offset=2.20)
 
 
 @functools.cache
 def _background_vectors() -> np.ndarray:
     """The background topics' MiniLM vectors, encoded once per process."""
     return _runtime.dense_vectors(list(BACKGROUND_TOPICS), None)[0].astype(np.float64)
-
-
-def topic_log_probabilities(
-    text_vectors: np.ndarray, topic_vector: np.ndarray, temperature: float = TOPIC_TEMPERATURE
-) -> np.ndarray:
-    """log P(topic) for each text in a softmax over the topic and the background topics.
-
-    A raw cosine to a one-word topic is small even for a text plainly about it
-    ("pets" and a sentence about a cat: 0.31); how it compares with other topics
-    carries over from one kind of topic to another far better than its size.
-    """
-    asked = np.asarray(topic_vector, dtype=np.float64)
-    background = _background_vectors()
-    background = background[background @ asked <= TOPIC_SYNONYM_COSINE]
-    texts = np.asarray(text_vectors, dtype=np.float64)
-    scores = temperature * (texts @ asked)
-    others = temperature * (texts @ background.T)
-    return scores - np.logaddexp(scores, np.logaddexp.reduce(others, axis=1))
 
 
 @dataclass
@@ -303,6 +271,13 @@ class _Plan:
     none_key: str | None = None
     #: example states (rendered) for a few-shot head
     example_texts: list[str] = field(default_factory=list)
+    #: how a yes/no question (or an items choice) is read: its topic, contrasts and negation
+    reading: YesNoReading | None = None
+
+
+def _reading_texts(reading: YesNoReading) -> list[str]:
+    """The texts a yes/no reading compares a subject with: topic, question, then each contrast's two sides."""
+    return [reading.topic, reading.question, *(side for pair in reading.contrasts for side in pair)]
 
 
 def _sigmoid(x):
@@ -340,17 +315,12 @@ class LocalModel:
             raise InvalidInputError("state", "a state (or an item in the question) for the question to judge")
         if state_text and instructions and refers_to_state(asked):
             return _Plan(PASSAGE, [state_text], [text], example_texts=examples)
-        # Contrasts the text is judged by: the true/false descriptions, and the question against its
-        # opposite when it turns on a polar word; the mean of several wordings is steadier than any one.
-        described = isinstance(question, LikelihoodQuestion) and (question.true or question.false)
-        pairs = [question.true, question.false] if described and question.true and question.false else []
-        pairs += list(polar_contrast(asked) or ())
-        if pairs:
-            return _Plan(CONTRAST, pairs, [text], example_texts=examples)
-        topic = question_topic(asked)
-        if described and not question.false:
-            topic = question.true or topic
-        return _Plan(TOPIC, [topic], [text], example_texts=examples)
+        if isinstance(question, ScoreQuestion):
+            # The ends of the scale are the question's two sides: "critical" against "not urgent".
+            reading = read_yes_no(asked, question.levels[-1], question.levels[0])
+        else:
+            reading = read_yes_no(asked, question.true, question.false)
+        return _Plan(YES_NO, _reading_texts(reading), [text], example_texts=examples, reading=reading)
 
     def _plan_choice(self, state_text: str, question: ChoiceQuestion, examples: list[str]) -> _Plan:
         keys, descriptions, none_key = [], [], None
@@ -369,7 +339,8 @@ class LocalModel:
         if state_text:
             return _Plan(LABELS, [state_text], descriptions, keys, none_key, examples)
         # No state: the question asks which of the items has a property ("Which one is about pets?").
-        return _Plan(ITEMS, [question_topic(question.instructions)], descriptions, keys, none_key, examples)
+        reading = read_yes_no(question.instructions)
+        return _Plan(ITEMS, _reading_texts(reading), descriptions, keys, none_key, examples, reading)
 
     # --- answering ---------------------------------------------------------------------------------
 
@@ -443,14 +414,24 @@ class LocalModel:
         subjects = plan.subjects if subjects is None else subjects
         if plan.shape == PASSAGE:
             logits = self.variant.slope * self._fused(vectors, plan.queries[0], subjects) + self.variant.offset
-        elif plan.shape == CONTRAST:
-            pairs = zip(plan.queries[::2], plan.queries[1::2], strict=True)
-            contrasts = [vectors.cosines(true, subjects) - vectors.cosines(false, subjects) for true, false in pairs]
-            logits = MAPS.contrast_slope * np.mean(contrasts, axis=0)
         else:
-            topic = topic_log_probabilities(vectors.of(subjects), vectors.of(plan.queries)[0])
-            logits = MAPS.topic_slope * topic + MAPS.topic_offset
+            logits = self._head_logits(plan.reading, vectors, subjects)
         return np.asarray(logits, dtype=np.float64)
+
+    @staticmethod
+    def _head_logits(reading: YesNoReading, vectors: _Vectors, subjects: list[str]) -> np.ndarray:
+        """The decision head's logit of "yes" to a read yes/no question, for each subject."""
+        features = yes_no_features(
+            vectors.of(subjects),
+            vectors.of([reading.topic])[0],
+            vectors.of([reading.question])[0],
+            [(vectors.of([true])[0], vectors.of([false])[0]) for true, false in reading.contrasts],
+            _background_vectors(),
+            len(reading.topic.split()),
+            _runtime.token_counts(subjects),
+        )
+        logits = _runtime.heads[question_kind(reading)].logits(features)
+        return -logits if reading.negated else logits
 
     def _likelihood_head(self, question: LikelihoodQuestion, plan: _Plan, vectors: _Vectors) -> LikelihoodHead:
         def fit() -> LikelihoodHead:
@@ -461,7 +442,8 @@ class LocalModel:
         # Keyed by what the head is fitted from (the shape's queries and the examples), not by the
         # question's text: the filter tool asks one question per item, and they share one head.
         examples = [(example.state, example.answer) for example in question.examples]
-        key = head_key("likelihood", self.variant, plan.shape, plan.queries, examples)
+        negated = plan.reading is not None and plan.reading.negated
+        key = head_key("likelihood", self.variant, plan.shape, plan.queries, negated, examples)
         return heads.get(key, fit)
 
     def _choice(self, question: ChoiceQuestion, plan: _Plan, vectors: _Vectors) -> dict[str, float]:

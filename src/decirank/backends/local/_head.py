@@ -1,0 +1,236 @@
+"""The decision head: a small trained network that reads a yes/no question and a text together.
+
+MiniLM gives the text, the question and what the question asks about (its
+topic, or its true and false sides) one vector each. A similarity of two such
+vectors ranks texts well but means different things in different domains:
+0.3 to "sports" is a sure yes for a news story and a sure no for a tweet. The
+head turns the vectors into a probability that carries over:
+
+- **features** (:func:`yes_no_features`): similarity to the topic and to the
+  question, the same similarity against generic background topics (z-score,
+  log-probability, rank), the true-minus-false contrast, lengths, and the
+  element-wise products of the text with the topic and with the contrast,
+  which let the head weigh the dimensions that matter for a kind of question
+  (sentiment, subjectivity) rather than all of them alike;
+- **network**: standardised features, one hidden layer, one logit, then a
+  temperature fitted on domains the network was not trained on.
+
+It is trained by ``training/train.py`` on questions built from the development
+sets (``training/corpus.py``), judged leave-one-domain-out; the weights ship as
+``assets/decision_head.npz`` with their hash in :data:`~._assets.SHA256`.
+
+A question is read before it is answered (:func:`read_yes_no`): a negated
+question ("Is this not about pets?") is answered as its plain form and the
+probability turned round, since no bi-encoder vector tells "not X" from "X".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._text import polar_contrast, question_topic
+
+__all__ = ["KINDS", "DecisionHead", "YesNoReading", "option_reading", "question_kind", "read_yes_no", "strip_negation", "yes_no_features"]
+
+_AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|will|would|should|has|have|had)"
+# "Is this not about pets?", "Does the customer not want a refund?": the auxiliary, up to five
+# words of subject, then "not". Further on, "not" belongs to a clause ("a phone that does not work").
+_NOT_AFTER_SUBJECT = re.compile(rf"^(?P<head>\s*{_AUXILIARY}(?:\s+(?!not\b)[\w'-]+){{0,5}}?)\s+not\b", re.IGNORECASE)
+_CONTRACTED = re.compile(
+    r"^(?P<space>\s*)(?P<aux>is|are|was|were|does|do|did|could|would|should|has|have|had)n[’']t\b", re.IGNORECASE
+)
+_IRREGULAR = {"can't": "can", "cannot": "can", "won't": "will", "can’t": "can", "won’t": "will"}
+_IRREGULAR_START = re.compile(r"^(?P<space>\s*)(?P<word>can't|can’t|cannot|won't|won’t)\b", re.IGNORECASE)
+
+
+_FALSE_THAT = re.compile(r"^\s*(?:is\s+it|it\s+is)\s+(?:false|not\s+true|untrue)\s+that\s+(?P<rest>\S.*)$", re.I | re.S)
+
+
+def strip_negation(question: str) -> tuple[str, bool]:
+    """``(plain question, whether it was negated)``: "Isn't this about pets?" -> ("Is this about pets?", True)."""
+    false_that = _FALSE_THAT.match(question)
+    if false_that is not None:
+        rest = false_that["rest"]
+        return rest[:1].upper() + rest[1:], True
+    contracted = _CONTRACTED.match(question)
+    if contracted is not None:
+        return question[: contracted.start("aux")] + contracted["aux"] + question[contracted.end() :], True
+    irregular = _IRREGULAR_START.match(question)
+    if irregular is not None:
+        word = _IRREGULAR[irregular["word"].lower()]
+        word = word.capitalize() if irregular["word"][0].isupper() else word
+        return irregular["space"] + word + question[irregular.end() :], True
+    negated = _NOT_AFTER_SUBJECT.match(question)
+    if negated is not None:
+        return negated["head"] + question[negated.end() :], True
+    return question, False
+
+
+@dataclass(frozen=True)
+class YesNoReading:
+    """What a yes/no question compares a text with."""
+
+    #: the question without its negation
+    question: str
+    #: what it asks about ("pets"), or its true description when it has only that
+    topic: str
+    #: (true side, false side) wordings: the descriptions, and the question against its polar opposite
+    contrasts: tuple[tuple[str, str], ...]
+    #: the asked question is the plain one's negation: its probability is 1 - the plain one's
+    negated: bool
+
+
+def read_yes_no(question: str, true: str | None = None, false: str | None = None) -> YesNoReading:
+    """How a yes/no question about a text is answered; descriptions are those of the question as asked."""
+    plain, negated = strip_negation(question)
+    if negated:  # the caller's "true" describes a yes to the negated question, a no to the plain one
+        true, false = false, true
+    contrasts: list[tuple[str, str]] = []
+    if true and false:
+        contrasts.append((true, false))
+    polar = polar_contrast(plain)
+    if polar is not None:
+        contrasts.append(polar)
+    topic = true if true and not false else question_topic(plain)
+    return YesNoReading(plain, topic, tuple(contrasts), negated)
+
+
+def option_reading(description: str) -> YesNoReading:
+    """An option of a choice, read as the yes/no question whether a text is about it."""
+    return read_yes_no(f"Is this about {description.strip()}?")
+
+
+#: Background topics within this cosine of the asked topic are its near-synonyms and left out of the contrast.
+SYNONYM_COSINE = 0.6
+#: Softmax temperature of the topic against the background topics.
+TOPIC_TEMPERATURE = 10.0
+DIMENSIONS = 384
+
+
+def yes_no_features(
+    texts: np.ndarray,
+    topic: np.ndarray,
+    question: np.ndarray,
+    contrasts: list[tuple[np.ndarray, np.ndarray]],
+    background: np.ndarray,
+    topic_words: int,
+    text_tokens: np.ndarray,
+) -> np.ndarray:
+    """The head's input for each text (rows of ``texts``, unit MiniLM vectors) against one question."""
+    texts = np.asarray(texts, dtype=np.float64)
+    topic = np.asarray(topic, dtype=np.float64)
+    background = np.asarray(background, dtype=np.float64)
+    background = background[background @ topic <= SYNONYM_COSINE]
+    to_topic = texts @ topic
+    to_question = texts @ np.asarray(question, dtype=np.float64)
+    to_background = texts @ background.T
+    mean, spread = to_background.mean(axis=1), to_background.std(axis=1) + 1e-6
+    scaled = TOPIC_TEMPERATURE * to_background
+    log_p = TOPIC_TEMPERATURE * to_topic - np.logaddexp(
+        TOPIC_TEMPERATURE * to_topic, np.logaddexp.reduce(scaled, axis=1)
+    )
+    if contrasts:
+        sides = np.mean([np.asarray(t, np.float64) - np.asarray(f, np.float64) for t, f in contrasts], axis=0)
+        contrast = texts @ sides
+    else:
+        sides = np.zeros(DIMENSIONS)
+        contrast = np.zeros(len(texts))
+    scalars = np.column_stack(
+        [
+            to_topic,
+            to_question,
+            (to_topic - mean) / spread,
+            log_p,
+            (to_background < to_topic[:, None]).mean(axis=1),
+            to_background.max(axis=1),
+            contrast,
+            np.full(len(texts), float(bool(contrasts))),
+            np.full(len(texts), np.log1p(topic_words)),
+            np.log1p(np.asarray(text_tokens, dtype=np.float64)),
+            np.full(len(texts), float((background @ topic).max())),
+        ]
+    )
+    n = len(texts)
+    return np.hstack([scalars, texts, np.broadcast_to(topic, (n, DIMENSIONS)), np.broadcast_to(sides, (n, DIMENSIONS))])
+
+
+SCALARS = 11
+#: The scalar that is the true-minus-false similarity.
+CONTRAST_COLUMN = 6
+#: Columns of :func:`yes_no_features`: the scalars, then the text, the topic and the contrast (true - false) vectors.
+FEATURES = SCALARS + 3 * DIMENSIONS
+
+
+def swap_sides(features: np.ndarray) -> np.ndarray:
+    """The features of the same question with its true and false sides swapped."""
+    swapped = np.array(features, dtype=np.float64)
+    swapped[:, CONTRAST_COLUMN] *= -1
+    swapped[:, SCALARS + 2 * DIMENSIONS :] *= -1
+    return swapped
+
+
+#: The kinds of yes/no question, each answered by its own head: what carries over from one domain to
+#: the next differs between them (a topic's similarity against the background; an attribute's
+#: learned axes; for a whole statement, almost nothing a bi-encoder can read).
+CONTRAST, TOPIC, STATEMENT = "contrast", "topic", "statement"
+KINDS = (CONTRAST, TOPIC, STATEMENT)
+#: A topic longer than this many words is a statement ("Does this imply that the man is asleep?").
+STATEMENT_WORDS = 8
+
+
+def question_kind(reading: YesNoReading) -> str:
+    """Which head answers a read yes/no question."""
+    if reading.contrasts:
+        return CONTRAST
+    return STATEMENT if len(reading.topic.split()) > STATEMENT_WORDS else TOPIC
+
+
+class DecisionHead:
+    """A linear map of the standardised scalars, plus a low-rank bilinear term of the vectors.
+
+    ``logit = w . scalars + b + sum_k (U text)_k * (V topic + W contrast)_k``: ``U`` projects
+    the text onto a few learned axes (sentiment, subjectivity, subject areas), ``V`` and ``W``
+    say which axes the question asks about and in which direction. Then a temperature and
+    an offset fitted on domains the head was not trained on.
+    """
+
+    NAMES = ("mean", "scale", "w", "b", "U", "V", "W", "temperature", "offset", "odd")
+
+    def __init__(self, weights: dict[str, np.ndarray]):
+        self.weights = {name: np.asarray(weights[name], dtype=np.float64) for name in self.NAMES}
+
+    @staticmethod
+    def load_all(path) -> dict[str, DecisionHead]:
+        """The heads of a weights file, by kind; each weight is saved as ``<kind>.<name>``."""
+        with np.load(path) as archive:
+            return {kind: DecisionHead({n: archive[f"{kind}.{n}"] for n in DecisionHead.NAMES}) for kind in KINDS}
+
+    @staticmethod
+    def save_all(path, heads: dict[str, DecisionHead]) -> None:
+        arrays = {f"{kind}.{name}": value for kind, head in heads.items() for name, value in head.arrays().items()}
+        with open(path, "wb") as file:
+            np.savez(file, **arrays)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {name: value.astype(np.float32) for name, value in self.weights.items()}
+
+    def raw_logits(self, features: np.ndarray) -> np.ndarray:
+        if self.weights["odd"]:
+            # A contrast's answer turns round when its sides swap: only the part odd in the sides counts.
+            return 0.5 * (self._logits(features) - self._logits(swap_sides(features)))
+        return self._logits(features)
+
+    def _logits(self, features: np.ndarray) -> np.ndarray:
+        w = self.weights
+        scalars = (features[:, :SCALARS] - w["mean"]) / w["scale"]
+        text, topic, sides = np.split(np.asarray(features[:, SCALARS:], np.float64), 3, axis=1)
+        axes = text @ w["U"].T
+        asked = topic @ w["V"].T + sides @ w["W"].T
+        return scalars @ w["w"] + float(w["b"]) + (axes * asked).sum(axis=1)
+
+    def logits(self, features: np.ndarray) -> np.ndarray:
+        """Calibrated logits of "yes"."""
+        return self.raw_logits(features) / float(self.weights["temperature"]) + float(self.weights["offset"])
