@@ -17,12 +17,11 @@ the tool endpoints refuse an unknown name with a suggestion.
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
-from .. import __version__
+from .._version import __version__
 from ..backends import openai as decisions_wire
 from ..backends import parse_model_name
 from ..backends import systemone as systemone_wire
@@ -38,51 +37,13 @@ from ..tools.score_list import ascore_list
 from ..types.answers import DecisionResponse
 from ..types.questions import DecisionRequest
 from . import wire
-from .app import GuardedRoute, RequestBudget, ServerSettings, settings_of
+from ._deps import GuardedRoute, RequestBudget, ServerSettings, error_responses, require_api_key, settings_of
 
 __all__ = ["router"]
 
 
-def require_api_key(request: Request) -> None:
-    expected = settings_of(request).api_key
-    if expected is None:
-        return
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), expected.encode()):
-        raise HTTPException(
-            status_code=401,
-            detail="a valid API key is required: Authorization: Bearer <key>",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-
-
-def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The OpenAPI entries of the error statuses a route can answer with."""
-    documented: dict[int, dict[str, Any]] = {
-        401: {"model": wire.HTTPErrorBody, "description": "An API key is required and was missing or wrong."},
-        404: {"model": wire.HTTPErrorBody, "description": "No such run, or the run log is off."},
-        413: {
-            "model": wire.ErrorBody,
-            "description": "The body is over the server's size limit, or the request over the model's "
-            "declared limits (LimitExceededError, whose message states the limit).",
-        },
-        422: {
-            "model": wire.ValidationErrorBody,
-            "description": "Bad input: not JSON, NaN or Infinity, a lone surrogate, a misshapen body or a "
-            "meaning the tool refuses; detail locates the field.",
-        },
-        502: {"model": wire.ErrorBody, "description": "The decision could not be had: the typed error."},
-        503: {"model": wire.ErrorBody, "description": "The server's own configuration cannot answer."},
-        504: {
-            "model": wire.ErrorBody,
-            "description": "The time budget ran out; the message says after how long and whose limit it was.",
-        },
-    }
-    return {status: documented[status] for status in statuses}
-
-
 #: What a tool or decision endpoint can answer besides 200.
-TOOL_ERRORS = _errors(401, 413, 422, 502, 503, 504)
+TOOL_ERRORS = error_responses(401, 413, 422, 502, 503, 504)
 
 router = APIRouter(route_class=GuardedRoute)
 api = APIRouter(route_class=GuardedRoute, dependencies=[Depends(require_api_key)])
@@ -315,7 +276,7 @@ async def decisions(body: wire.DecisionsRequest, request: Request) -> dict[str, 
 
 
 # The run log is read with blocking I/O, so these two run in FastAPI's thread pool (plain ``def``).
-@api.get("/v1/runs", response_model=wire.RunList, responses=_errors(401, 422), tags=["runs"])
+@api.get("/v1/runs", response_model=wire.RunList, responses=error_responses(401, 422), tags=["runs"])
 def runs(
     request: Request, limit: int = Query(20, ge=1, le=1000), tool: str | None = None, status: str | None = None
 ) -> dict[str, Any]:
@@ -327,7 +288,7 @@ def runs(
     return {"enabled": True, "runs": runlog.runs(limit=limit, tool=tool, status=status)}
 
 
-@api.get("/v1/runs/{run_id}", responses=_errors(401, 404, 422), tags=["runs"])
+@api.get("/v1/runs/{run_id}", responses=error_responses(401, 404, 422), tags=["runs"])
 def run(run_id: str) -> dict[str, Any]:
     """One run by id (or a unique prefix of it), with its model calls as ``children``."""
     runlog = current_runlog()
