@@ -9,14 +9,16 @@ Which model answers: a request may name a role or a model this server runs
 itself (``local``, ``lexical``, ...). Names of providers that call another
 server (``typesafe:...``, ``systemone:...``) are refused unless they are the
 server's own model, so a client can never spend the server's keys or point
-it elsewhere. The System One and Decisions endpoints answer any other name
-(a hosted model's, such as ``jev-latest``) with the server's model, so a
-client written for a hosted service works against this server unchanged;
-the tool endpoints refuse an unknown name with a suggestion.
+it elsewhere. The System One, Decisions and Cohere rerank endpoints answer
+any other name (a hosted model's, such as ``jev-latest`` or
+``rerank-english-v3.0``) with the server's model, so a client written for a
+hosted service works against this server unchanged; the tool endpoints
+refuse an unknown name with a suggestion.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -113,7 +115,7 @@ def _cohere_document(document: str | dict[str, Any]) -> dict[str, Any]:
 
 
 async def _cohere_rerank(
-    body: wire.RerankRequest | wire.RerankV2Request, documents: list[Any], request: Request, *, unknown_is_default: bool
+    body: wire.RerankRequest | wire.RerankV2Request, documents: list[Any], request: Request
 ) -> RerankResult:
     """The rerank tool on a Cohere request's query and ``documents`` (ids are positions), under its options."""
     return await arerank(
@@ -121,16 +123,16 @@ async def _cohere_rerank(
         documents,
         top_k=body.top_n,
         min_relevance=body.min_relevance,
-        model=served_model(body.model, settings_of(request), unknown_is_default=unknown_is_default),
+        model=served_model(body.model, settings_of(request), unknown_is_default=True),
         timeout=_timeout(request, body.timeout, work=_count(body.documents, "documents")),
     )
 
 
-def _cohere_meta(result: RerankResult, warnings: list[str]) -> dict[str, Any]:
+def _cohere_meta(result: RerankResult, warnings: list[str], *, api_version: str) -> dict[str, Any]:
     """Cohere's ``meta`` (API version, tokens, any warnings), plus the model that answered and decirank's usage."""
     usage = result.usage
     meta: dict[str, Any] = {
-        "api_version": {"version": "2"},
+        "api_version": {"version": api_version},
         "tokens": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
     }
     if warnings:
@@ -141,18 +143,44 @@ def _cohere_meta(result: RerankResult, warnings: list[str]) -> dict[str, Any]:
 _COHERE_ROUTE: dict[str, Any] = {"response_model_exclude_none": True, "responses": TOOL_ERRORS, "tags": ["tools"]}
 
 
+def _rank_text(document: dict[str, Any], fields: list[str], index: int) -> str:
+    """The text of an object document: one named field's value, or each named field as "field: value" lines."""
+    present = [field for field in fields if field in document]
+    if not present:
+        raise InvalidInputError(
+            f"documents.{index}",
+            f"an object with at least one of the rank_fields {fields}",
+            detail=f"it has the fields {sorted(document)}",
+        )
+
+    def text(value: Any) -> str:
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    if len(fields) == 1:
+        return text(document[present[0]])
+    return "\n".join(f"{field}: {text(document[field])}" for field in present)
+
+
 @api.post("/v1/rerank", response_model=wire.RerankResponse, **_COHERE_ROUTE)
 async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
-    """Score each document's relevance to the query; Cohere's request and response shapes."""
+    """Score each document's relevance to the query; Cohere's v1 shapes, for ``cohere.Client``.
+
+    A name this server does not run (``rerank-english-v3.0``) is answered by the server's model,
+    named in ``meta.model``, so code written for Cohere's v1 API works unchanged.
+    """
     # Ids are positions, so each result knows its index whatever ids the documents carry;
     # a document the tool cannot read goes to it as it is, for its error to name it.
-    documents = [
-        {"id": index, "text": doc if isinstance(doc, str) else doc["text"]}
-        if isinstance(doc, str) or isinstance(doc.get("text"), str)
-        else doc
-        for index, doc in enumerate(body.documents)
-    ]
-    result = await _cohere_rerank(body, documents, request, unknown_is_default=False)
+    documents: list[Any] = []
+    for index, doc in enumerate(body.documents):
+        if isinstance(doc, str):
+            documents.append({"id": index, "text": doc})
+        elif body.rank_fields is not None:
+            documents.append({"id": index, "text": _rank_text(doc, body.rank_fields, index)})
+        elif isinstance(doc.get("text"), str):
+            documents.append({"id": index, "text": doc["text"]})
+        else:
+            documents.append(doc)
+    result = await _cohere_rerank(body, documents, request)
     results = [
         {
             "index": entry.id,
@@ -161,7 +189,10 @@ async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
         }
         for entry in result.results
     ]
-    return {"id": result.run_id, "results": results, "meta": _cohere_meta(result, [])}
+    warnings = []
+    if body.max_chunks_per_doc is not None:
+        warnings.append("max_chunks_per_doc is not applied: each model reads a document up to its own context")
+    return {"id": result.run_id, "results": results, "meta": _cohere_meta(result, warnings, api_version="1")}
 
 
 @api.post("/v2/rerank", response_model=wire.RerankV2Response, **_COHERE_ROUTE)
@@ -172,7 +203,7 @@ async def rerank_v2(body: wire.RerankV2Request, request: Request) -> dict[str, A
     is answered by the server's model, named in ``meta.model``.
     """
     documents = [{"id": index, "text": document} for index, document in enumerate(body.documents)]
-    result = await _cohere_rerank(body, documents, request, unknown_is_default=True)
+    result = await _cohere_rerank(body, documents, request)
     warnings = []
     if body.max_tokens_per_doc is not None:
         warnings.append("max_tokens_per_doc is not applied: each model reads a document up to its own context")
@@ -181,7 +212,7 @@ async def rerank_v2(body: wire.RerankV2Request, request: Request) -> dict[str, A
     return {
         "id": result.run_id,
         "results": [{"index": entry.id, "relevance_score": entry.relevance_score} for entry in result.results],
-        "meta": _cohere_meta(result, warnings),
+        "meta": _cohere_meta(result, warnings, api_version="2"),
     }
 
 
