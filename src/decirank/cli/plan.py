@@ -22,6 +22,7 @@ from ._output import (
     parse_json,
     path_kind,
     print_json,
+    print_table,
     read_text,
     short_text,
     shown_item,
@@ -94,7 +95,7 @@ def _summarize_step(step: StepResult) -> str:
 
 
 def _print_table(result: PlanResult) -> None:
-    table = new_table("step", "tool", "result", "model", "seconds")
+    table = new_table("step", "tool", "result", "model", "seconds", wrap=("result", "model"))
     for step in result.steps:
         table.add_row(
             step.id,
@@ -103,7 +104,7 @@ def _print_table(result: PlanResult) -> None:
             str(step.output.get("model") or "—"),
             f"{step.duration:.2f}",
         )
-    console.print(table)
+    print_table(table)
     console.print(f"run {result.run_id} · --json prints every step's input and output", style="dim")
 
 

@@ -18,6 +18,7 @@ from ._output import (
     json_or_text,
     new_table,
     print_json,
+    print_table,
     probability_bar,
     read_json_list,
     short_text,
@@ -79,7 +80,7 @@ def rank(
     for position, entry in enumerate(result.ranked, start=1):
         probability = "—" if entry.probability is None else f"{entry.probability:.3f}"
         table.add_row(str(position), probability, probability_bar(entry.probability), shown_item(entry.item, describe))
-    console.print(table)
+    print_table(table)
     if result.none is not None:
         verdict = "nothing fits" if result.no_fit else "an item fits"
         console.print(f"none: {result.none:.3f} ({verdict})")
@@ -130,7 +131,7 @@ def rerank(
         text = entry.document if isinstance(entry.document, str) else entry.document.get("text", "")
         score = entry.relevance_score
         table.add_row(str(entry.rank), f"{score:.3f}", probability_bar(score), str(entry.id), short_text(text))
-    console.print(table)
+    print_table(table)
     console.print(_usage_line(data), style="dim")
 
 
@@ -184,6 +185,6 @@ def filter_command(
             probability_bar(decision.probability),
             shown_item(decision.item, describe),
         )
-    console.print(table)
+    print_table(table)
     console.print(f"kept {data['count']}, dropped {data['dropped_count']} (min confidence {result.min_confidence:g})")
     console.print(_usage_line(data), style="dim")
