@@ -9,7 +9,6 @@ import typer
 from ..tools.filter import DEFAULT_MIN_CONFIDENCE
 from ..tools.filter import filter as filter_items
 from ..tools.rank import rank as rank_items
-from ..tools.rerank import DEFAULT_TIMEOUT
 from ..tools.rerank import rerank as rerank_documents
 from ._app import app
 from ._output import (
@@ -107,8 +106,11 @@ def rerank(
     model: ModelOption = "decider",
     base_url: BaseUrlOption = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Time budget in seconds for the whole rerank.")
-    ] = DEFAULT_TIMEOUT,
+        float | None,
+        typer.Option(
+            "--timeout", help="Time budget in seconds for the whole rerank (default: 15 s plus 20 ms per document)."
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Score each document's relevance to a query (one likelihood each) and sort."""
@@ -120,7 +122,7 @@ def rerank(
         max_documents_per_call=max_documents_per_call,
         model=model,
         base_url=base_url,
-        timeout=timeout,
+        timeout="auto" if timeout is None else timeout,
     )
     data = result.to_dict()
     if as_json:

@@ -258,6 +258,20 @@ def _timeout_body(error: DecisionTimeoutError, budget: RequestBudget | None) -> 
     return body
 
 
+def validation_error_object(detail: list[dict[str, Any]]) -> dict[str, Any]:
+    """FastAPI's validation ``detail`` as the ``error`` object every other error carries.
+
+    OpenAI's and Cohere's SDKs show ``error.message``; with ``detail`` alone they show nothing useful.
+    """
+    first = detail[0] if detail else {}
+    location = [str(part) for part in first.get("loc", [])]
+    field = ".".join(location[1:] if location[:1] in (["body"], ["query"], ["path"]) else location) or "body"
+    message = f"{field}: {first.get('msg', 'invalid input')}"
+    if len(detail) > 1:
+        message += f" (and {len(detail) - 1} more problem{'s' if len(detail) > 2 else ''}: see detail)"
+    return {"type": "InvalidInputError", "message": message, "field": field}
+
+
 def error_response(error: DecirankError, request: Request | None = None) -> JSONResponse:
     if isinstance(error, InvalidInputError | UnknownModelError):
         field = error.field if isinstance(error, InvalidInputError) else "model"
@@ -315,7 +329,8 @@ def create_app(
     @application.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
         # FastAPI's own handler echoes the input, which may be what JSON cannot render.
-        return SafeJSONResponse({"detail": jsonable_encoder(error.errors())}, status_code=422)
+        detail = jsonable_encoder(error.errors())
+        return SafeJSONResponse({"detail": detail, "error": validation_error_object(detail)}, status_code=422)
 
     application.add_middleware(ServerErrors)
     application.add_middleware(BodyLimit, max_bytes=max_body_bytes)

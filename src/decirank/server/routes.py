@@ -34,7 +34,7 @@ from ..stores.examples import resolve_examples
 from ..stores.runlog import current_runlog
 from ..tools.filter import afilter
 from ..tools.rank import arank
-from ..tools.rerank import RerankResult, arerank
+from ..tools.rerank import PER_DOCUMENT_TIMEOUT, RerankResult, arerank, default_budget
 from ..tools.score_list import ascore_list
 from ..types.answers import DecisionResponse
 from ..types.questions import DecisionRequest
@@ -74,10 +74,20 @@ def served_model(requested: str | None, settings: ServerSettings, *, unknown_is_
     return requested
 
 
-def _timeout(request: Request, requested: float | None, *, work: str | None = None) -> float:
-    """The request's budget, kept on the request so that a 504 can say what it was and whose it was."""
+def _timeout(
+    request: Request, requested: float | None, *, work: str | None = None, documents: int | None = None
+) -> float:
+    """The request's budget, kept on the request so that a 504 can say what it was and whose it was.
+
+    A rerank naming no budget gets the server's ``--timeout`` plus a share per document, as
+    :func:`~decirank.tools.rerank.default_budget` gives the Python call.
+    """
     if requested is not None:
         budget = RequestBudget(requested, 'the request\'s "timeout"', work)
+    elif documents is not None:
+        seconds = default_budget(documents, base=settings_of(request).timeout)
+        per_document = f"{PER_DOCUMENT_TIMEOUT * 1000:g} ms"
+        budget = RequestBudget(seconds, f"the server's --timeout plus {per_document} per document", work)
     else:
         budget = RequestBudget(settings_of(request).timeout, "the server's --timeout", work)
     request.state.budget = budget
@@ -124,7 +134,7 @@ async def _cohere_rerank(
         top_k=body.top_n,
         min_relevance=body.min_relevance,
         model=served_model(body.model, settings_of(request), unknown_is_default=True),
-        timeout=_timeout(request, body.timeout, work=_count(body.documents, "documents")),
+        timeout=_timeout(request, body.timeout, work=_count(body.documents, "documents"), documents=len(documents)),
     )
 
 
