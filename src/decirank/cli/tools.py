@@ -123,6 +123,7 @@ def rerank(
         model=model,
         base_url=base_url,
         timeout="auto" if timeout is None else timeout,
+        show_progress=True,  # on a terminal only
     )
     data = result.to_dict()
     if as_json:
@@ -174,6 +175,7 @@ def filter_command(
         base_url=base_url,
         timeout=timeout,
         examples=examples_given,
+        show_progress=True,  # on a terminal only
     )
     data = result.to_dict()
     if as_json:
