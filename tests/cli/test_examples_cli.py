@@ -49,7 +49,7 @@ def test_add_ls_show_rm_round_trip(tmp_path, isolated_user_dir):
     [
         (("examples", "add", "../up", "-"), "[]", "error: name: expected an example set name"),
         (("examples", "add", "s", "-"), '[{"state": "x", "answer": 2}]', "error: examples.0.answer: expected true"),
-        (("examples", "add", "s", "-"), '[{"item": "x", "answer": true}]', "error: examples.0: expected an object"),
+        (("examples", "add", "s", "-"), '[{"text": "x", "answer": true}]', "error: examples.0: expected an object"),
         (("examples", "add", "s", "-"), "[]", "error: examples: expected at least one example"),
         (("examples", "add", "s", "-"), "[{]", "error: examples: expected a JSON array"),
         (("examples", "add", "s", "no-such-file.jsonl"), None, "error: examples: expected a JSON or JSON Lines file"),

@@ -66,7 +66,8 @@ def add(
         str,
         typer.Argument(
             metavar="FILE|-",
-            help='A JSON array or JSON Lines file of {"state": ..., "answer": ...}, or - for stdin.',
+            help='A JSON array or JSON Lines file of {"state": ..., "answer": ...} or {"item": ..., "answer": ...}, '
+            "or - for stdin.",
         ),
     ],
 ) -> None:
