@@ -102,3 +102,14 @@ def test_filter_names_a_missing_file_or_set(tmp_path):
     bad.write_text('[{"item": "dog", "answer": "yes"}]', encoding="utf-8")
     wrong = decirank("filter", str(items), "-q", "Pet?", "-s", "", "--examples", str(bad), "--model", "lexical")
     assert wrong.returncode == 2 and wrong.stderr.startswith("error: examples.0.answer: expected true or false")
+
+
+def test_filter_needs_no_state(tmp_path):
+    """decirank filter without --state asks about an empty state ({}), as the README's example-set command does."""
+    ExampleStore().put("pets", SET)
+    items = tmp_path / "items.json"
+    items.write_text('["my cat sleeps", "rates rose"]', encoding="utf-8")
+    done = decirank("filter", str(items), "-q", "Is this about pets?", "--examples", "pets", "-m", "lexical", "--json")
+    assert done.returncode == 0, done.stderr
+    run = current_runlog().run(json.loads(done.stdout)["run_id"])
+    assert run["inputs"]["state"] == {} and len(json.loads(done.stdout)["decisions"]) == 2

@@ -142,7 +142,9 @@ def rerank(
 def filter_command(
     items: ItemsArgument,
     question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each item.")],
-    state: StateOption,
+    state: Annotated[
+        str | None, typer.Option("--state", "-s", help="The context as JSON (plain text is a string); default {}.")
+    ] = None,
     min_confidence: Annotated[
         float, typer.Option("--min-confidence", help="Keep items at least this likely.")
     ] = DEFAULT_MIN_CONFIDENCE,
@@ -168,7 +170,7 @@ def filter_command(
     result = filter_items(
         read_json_list(items, "items"),
         question,
-        json_or_text(state, "--state"),
+        {} if state is None else json_or_text(state, "--state"),
         min_confidence=min_confidence,
         describe=describe,
         model=model,
