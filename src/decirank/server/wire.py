@@ -393,4 +393,8 @@ class ValidationIssue(BaseModel):
 
 class ValidationErrorBody(BaseModel):
     detail: list[ValidationIssue]
-    error: ErrorInfo | None = Field(None, description="The tool's InvalidInputError, naming the field.")
+    error: ErrorInfo | None = Field(
+        None,
+        description="The first problem as an InvalidInputError naming the field, whose message SDKs show "
+        "(OpenAI's, Cohere's).",
+    )
