@@ -276,7 +276,7 @@ def run_batch(
 ) -> BatchResult:
     clock = time.perf_counter()
     if kept_only and job.tool != "filter":
-        raise InvalidInputError("kept_only", "kept_only only with the filter tool", got=job.tool)
+        raise InvalidInputError("kept_only", "false unless the tool is filter", detail=f"{job.tool} keeps every row")
     if engine not in ENGINES:
         raise InvalidInputError("engine", f"one of {', '.join(ENGINES)}", got=engine)
     if address is not None and engine != "ray":
