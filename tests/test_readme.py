@@ -5,7 +5,8 @@ Each ```sh and ```python block is one test, run in a subprocess in a working fol
 The blocks share one user folder (``DECIRANK_HOME``), in document order, so a block may use what
 an earlier one stored; the default role is ``lexical`` there, so no block waits on a model load.
 
-An HTML comment on the line just above a block says how to run it:
+A file a block names that is not there yet goes in ``tests/readme_files/``. An HTML comment on
+the line just above a block says how to run it:
 
 - ``<!-- not-run: REASON -->``: the block is skipped, with REASON (a hosted key, a cluster, a
   fragment of a program of your own); the skip lists it.
@@ -25,6 +26,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -159,29 +161,21 @@ def test_pip_lines_are_checked():
 # --- the working folder and the servers ---------------------------------------------------------
 
 
+#: Files the README's commands name (items.json, tickets.csv, ...), copied into the working folder:
+#: a block that names a new file gets it by adding the file here.
+FILES = Path(__file__).resolve().parent / "readme_files"
+
+
 def _write_files(folder: Path) -> None:
-    """The files the README's commands name, small and in their documented shapes."""
+    """The README's files in their documented shapes, ``examples/``, and a Parquet file made here."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     (folder / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
-    items = [{"title": "Flea treatment for cats"}, {"title": "Sourdough starter"}, {"title": "CPU reranking"}]
-    (folder / "items.json").write_text(json.dumps(items))
-    docs = [{"id": "a", "text": "Adult fleas live two to three months."}, {"id": "b", "text": "Bread needs flour."}]
-    (folder / "docs.jsonl").write_text("".join(json.dumps(doc) + "\n" for doc in docs))
-    pets = [{"state": "My cat sleeps all day", "answer": True}, {"item": "Rates rose again", "answer": False}]
-    (folder / "pets.jsonl").write_text("".join(json.dumps(example) + "\n" for example in pets))
-    (folder / "draft-a.json").write_text('{"listen": 443}\n')
-    bodies = ["I was charged twice", "The app crashes at login", "Where is my refund?", "My dog ate the card"]
-    (folder / "tickets.jsonl").write_text(
-        "".join(json.dumps({"id": i, "body": b}) + "\n" for i, b in enumerate(bodies))
-    )
-    (folder / "tickets.csv").write_text("id,body\n" + "".join(f'{i},"{b}"\n' for i, b in enumerate(bodies)))
-    pq.write_table(
-        pa.Table.from_pylist([{"review": "a moving film"}, {"review": "a dull mess"}]), folder / "reviews.parquet"
-    )
-    hits = [{"query": "fleas", "passage": "Fleas live three months."}, {"query": "fleas", "passage": "Bread rises."}]
-    (folder / "hits.jsonl").write_text("".join(json.dumps(hit) + "\n" for hit in hits))
+    for source in FILES.iterdir():
+        shutil.copyfile(source, folder / source.name)
+    reviews = pa.Table.from_pylist([{"review": "a moving film"}, {"review": "a dull mess"}])
+    pq.write_table(reviews, folder / "reviews.parquet")
 
 
 @pytest.fixture(scope="module")
