@@ -227,7 +227,9 @@ def _newest_run_id(env: dict[str, str]) -> str:
         timeout=60,
         check=True,
     )
-    return json.loads(listed.stdout)[0]["id"]
+    runs = json.loads(listed.stdout)
+    assert runs, "RUN_ID stands for the newest run, and no block has run a tool yet: run the blocks in order"
+    return runs[0]["id"]
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[block.id for block in BLOCKS])
