@@ -113,3 +113,12 @@ def test_an_example_with_other_keys_names_them():
     with pytest.raises(InvalidInputError, match=r"examples\.0: expected an object with \"state\" \(or \"item\"\) and "
                        r"\"answer\" \(it has the keys 'text', 'answer'\)"):  # fmt: skip
         ExampleStore().put("x", [{"text": "a", "answer": True}])
+
+
+def test_a_set_can_be_stored_from_example_objects(tmp_path):
+    """put() takes decirank.Example objects, as questions do."""
+    from decirank import Example
+
+    store = ExampleStore(tmp_path)
+    assert store.put("intents", [Example("Where is my card?", "card_arrival")]) == 1
+    assert store.get("intents") == [{"state": "Where is my card?", "answer": "card_arrival"}]
