@@ -11,9 +11,7 @@ returns a typed result whose ``to_dict()`` is the tool's JSON shape.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
-from importlib.metadata import version as _version
-
+from ._version import __version__
 from .backends import Backend, register_provider
 from .batching import BatchResult, abatch, batch
 from .decisions.decider import Decider
@@ -41,11 +39,6 @@ from .tools.score_list import ScoredRef, ScoreListResult, Verdict, ascore_list, 
 from .types.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
 from .types.limits import ModelLimits
 from .types.questions import ChoiceQuestion, DecisionRequest, Example, LikelihoodQuestion, ScoreQuestion
-
-try:
-    __version__ = _version("decirank")
-except _PackageNotFoundError:  # running from a source tree
-    __version__ = "0+unknown"
 
 __all__ = [
     "AllModelsFailedError",

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 from .errors import CancelledError
 
-__all__ = ["run_sync"]
+__all__ = ["run_sync", "sync_twin"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 _loop: asyncio.AbstractEventLoop | None = None
 _lock = threading.Lock()
@@ -47,3 +49,17 @@ def run_sync(function: Callable[P, Coroutine[Any, Any, T]], *args: P.args, **kwa
         raise
     except concurrent.futures.CancelledError as error:
         raise CancelledError(f"{function.__name__} was cancelled before it finished") from error
+
+
+def sync_twin(coroutine_function: Callable[..., Any]) -> Callable[[F], F]:
+    """Give the decorated sync twin the full documentation of ``coroutine_function``, then its own.
+
+    ``help(decirank.filter)`` should explain the tool, not only point at ``afilter``.
+    """
+
+    def decorate(function: F) -> F:
+        parts = [inspect.cleandoc(doc) for doc in (coroutine_function.__doc__, function.__doc__) if doc]
+        function.__doc__ = "\n\n".join(parts)
+        return function
+
+    return decorate

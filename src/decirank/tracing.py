@@ -75,7 +75,7 @@ def _get_tracer() -> Any:
                 f"tracing is enabled ({ENVIRONMENT_VARIABLE} or [tracing] in the config) but OpenTelemetry is not "
                 "installed: pip install 'decirank[tracing]'"
             ) from None
-        from . import __version__
+        from ._version import __version__
 
         _tracer = trace.get_tracer(TRACER_NAME, __version__)
     return _tracer

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -228,6 +230,8 @@ def test_a_model_that_is_down_stops_the_batch_and_the_rerun_resumes(tmp_path, ti
         run_filter(tickets, tmp_path / "whole.jsonl", model=model, batch_size=20)
     assert (result.resumed, result.answered, result.failed) == (40, 120, 0)
     assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
+    run = current_runlog().run(result.run_id)
+    assert (run["status"], run["error_type"], run["error"]) == ("success", None, None), "the old error is gone"
 
 
 # -- resuming ------------------------------------------------------------------------------------------
@@ -377,3 +381,42 @@ def test_abatch_runs_the_batch_off_the_event_loop(tmp_path, tickets):
 
     result = anyio.run(main)
     assert isinstance(result, decirank.BatchResult) and result.answered == 120
+
+
+def test_a_batch_that_fails_before_any_chunk_is_done_leaves_no_progress_folder(tmp_path, tickets):
+    """A model down from the first call stops the batch with nothing done, and no OUTPUT.progress/ is left."""
+    down = ScriptedBackend(error=ModelConnectionError("connection refused", model="scripted:default"))
+    with use_backend(down) as model, pytest.raises(BatchStopped):
+        run_filter(tickets, tmp_path / "out.jsonl", model=model, batch_size=20)
+    assert not (tmp_path / "out.jsonl.progress").exists() and not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_ray_batch_without_ray_installed_leaves_no_progress_folder(tmp_path, tickets):
+    """engine="ray" where Ray cannot be imported is refused, naming the extra, before OUTPUT.progress/ exists."""
+    script = (
+        "import sys; sys.modules['ray'] = None\n"  # as if Ray were not installed
+        "import decirank\n"
+        "from decirank.errors import MissingAssetError\n"
+        "try:\n"
+        f"    decirank.batch('filter', {str(tickets)!r}, {str(tmp_path / 'out.jsonl')!r}, question='q', text='text',"
+        " model='lexical', engine='ray')\n"
+        "except MissingAssetError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'decirank[ray]'" in done.stdout
+    assert not (tmp_path / "out.jsonl.progress").exists()
+
+
+def test_a_batch_stopped_after_its_last_chunk_resumes_without_starting_an_engine(tmp_path, tickets):
+    """Every chunk done but the output unwritten (stopped as its engine shut down): the rerun only writes it,
+    even with engine="ray", whose Ray is never started."""
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(Stop):
+        run_filter(tickets, out, batch_size=40, on_progress=interrupt_after(3))  # 120 rows: 3 chunks
+    assert (tmp_path / "out.jsonl.progress" / "done.jsonl").read_bytes().count(b"\n") == 3 and not out.exists()
+    result = run_filter(tickets, out, batch_size=40, engine="ray", workers=None)
+    whole = run_filter(tickets, tmp_path / "whole.jsonl", batch_size=40)
+    assert (result.resumed, result.answered, result.engine, result.workers) == (120, 120, "ray", 0), "no actor ran"
+    assert out.read_bytes() == (tmp_path / "whole.jsonl").read_bytes() and whole.answered == 120

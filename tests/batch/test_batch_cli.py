@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -123,6 +124,7 @@ def test_a_batch_killed_with_sigkill_resumes_to_the_bytes_of_an_uninterrupted_on
     runs = json.loads(run_cli("runs", "list", "--tool", "batch", "--json", "--limit", "10").stdout)
     batches = [run for run in runs if run["id"] != whole.run_id]
     assert [run["status"] for run in batches] == ["success"] and batches[0]["id"] == summary["run_id"]
+    assert (batches[0]["error_type"], batches[0]["error"]) == (None, None), "the kill's Interrupted error is gone"
 
 
 # -- bad options -------------------------------------------------------------------------------------
@@ -188,3 +190,49 @@ def test_a_bad_option_is_one_line_naming_it(outcomes, name, named):
     assert "Traceback" not in result.stderr
     for word in named:
         assert word in lines[0], lines[0]
+
+
+def test_ctrl_c_says_how_far_the_batch_got_and_the_command_that_resumes_it(tmp_path):
+    """SIGINT mid-batch exits 130 with the rows done and the command to rerun; that command finishes the batch."""
+    source = write_rows(tmp_path / "in.jsonl", ticket_rows(3000))
+    out = tmp_path / "out.jsonl"
+    arguments = ["batch", "filter", str(source), "--out", str(out), *FILTER, "--workers", "0", "--batch-size", "3"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "decirank", *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    journal = tmp_path / "out.jsonl.progress" / "done.jsonl"
+    deadline = time.monotonic() + 120
+    while not (journal.exists() and journal.read_bytes().count(b"\n") >= 10):
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    first, command = stderr.strip().splitlines()
+    assert first.startswith("interrupted: ") and "of 3,000 rows done, kept in " in first
+    assert shlex.split(command)[:4] == ["decirank", "batch", "filter", str(source)]
+    again = run_cli(*shlex.split(command)[1:], "--json")
+    assert again.returncode == 0, again.stderr
+    summary = json.loads(again.stdout)
+    assert summary["resumed"] >= 30 and summary["answered"] == 3000
+
+
+def test_kept_only_writes_only_the_rows_filter_keeps(tmp_path):
+    """--kept-only leaves out the rows filter drops; the kept rows are those of the full output."""
+    source = write_rows(tmp_path / "in.jsonl", ticket_rows(60))
+    dogs = ("--question", "Is this about a dog?", "--state", "dog", "--text", "text", "--model", "lexical")
+    every = run_cli("batch", "filter", str(source), "--out", str(tmp_path / "all.jsonl"), *dogs, "--workers", "0")
+    kept = run_cli(
+        "batch", "filter", str(source), "--out", str(tmp_path / "kept.jsonl"), *dogs, "--workers", "0", "--kept-only"
+    )
+    assert every.returncode == kept.returncode == 0, kept.stderr
+    all_rows = read_output(tmp_path / "all.jsonl")
+    kept_rows = read_output(tmp_path / "kept.jsonl")
+    assert kept_rows == [row for row in all_rows if row["kept"]]
+    assert 0 < len(kept_rows) < len(all_rows)
+    refused = run_cli(
+        "batch", "score", str(source), "--out", str(tmp_path / "s.jsonl"), *FILTER, "--workers", "0", "--kept-only"
+    )
+    assert refused.returncode == 2 and "--kept-only" in refused.stderr

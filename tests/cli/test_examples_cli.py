@@ -49,7 +49,7 @@ def test_add_ls_show_rm_round_trip(tmp_path, isolated_user_dir):
     [
         (("examples", "add", "../up", "-"), "[]", "error: name: expected an example set name"),
         (("examples", "add", "s", "-"), '[{"state": "x", "answer": 2}]', "error: examples.0.answer: expected true"),
-        (("examples", "add", "s", "-"), '[{"item": "x", "answer": true}]', "error: examples.0: expected an object"),
+        (("examples", "add", "s", "-"), '[{"text": "x", "answer": true}]', "error: examples.0: expected an object"),
         (("examples", "add", "s", "-"), "[]", "error: examples: expected at least one example"),
         (("examples", "add", "s", "-"), "[{]", "error: examples: expected a JSON array"),
         (("examples", "add", "s", "no-such-file.jsonl"), None, "error: examples: expected a JSON or JSON Lines file"),
@@ -102,3 +102,14 @@ def test_filter_names_a_missing_file_or_set(tmp_path):
     bad.write_text('[{"item": "dog", "answer": "yes"}]', encoding="utf-8")
     wrong = decirank("filter", str(items), "-q", "Pet?", "-s", "", "--examples", str(bad), "--model", "lexical")
     assert wrong.returncode == 2 and wrong.stderr.startswith("error: examples.0.answer: expected true or false")
+
+
+def test_filter_needs_no_state(tmp_path):
+    """decirank filter without --state asks about an empty state ({}), as the README's example-set command does."""
+    ExampleStore().put("pets", SET)
+    items = tmp_path / "items.json"
+    items.write_text('["my cat sleeps", "rates rose"]', encoding="utf-8")
+    done = decirank("filter", str(items), "-q", "Is this about pets?", "--examples", "pets", "-m", "lexical", "--json")
+    assert done.returncode == 0, done.stderr
+    run = current_runlog().run(json.loads(done.stdout)["run_id"])
+    assert run["inputs"]["state"] == {} and len(json.loads(done.stdout)["decisions"]) == 2

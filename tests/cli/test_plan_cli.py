@@ -58,6 +58,20 @@ def test_the_example_plan_prints_a_table_of_steps(example_input):
         assert expected in done.stdout
 
 
+def test_refs_missing_from_the_artifact_store_are_named_and_exit_1(tmp_path):
+    """With no drafts stored, E3 scores nothing: stderr names the refs and how to store them, and the exit is 1."""
+    data = json.loads((EXAMPLES / "plan-input.json").read_text()) | {"model": "lexical"}
+    path = tmp_path / "input.json"
+    path.write_text(json.dumps(data))
+    done = decirank_cli("plan", "run", str(EXAMPLES / "plan.yaml"), "--input", str(path))
+    assert done.returncode == 1, done.stderr
+    assert "scored 0 of 4 (4 not in the artifact store)" in done.stdout
+    assert done.stderr.startswith("warning: step E3: 4 of 4 refs have no artifact in the store (drafts/agent-")
+    assert "decirank artifacts put REF FILE" in done.stderr and "Traceback" not in done.stderr
+    as_json = decirank_cli("plan", "run", str(EXAMPLES / "plan.yaml"), "--input", str(path), "--json")
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["output"]["winners"] == []
+
+
 def test_the_documented_rank_step_runs_verbatim_with_an_input_file(tmp_path):
     """builtin__rank's documented step as written; the decider role is pointed at lexical through the environment."""
     plan = tmp_path / "plan.yaml"

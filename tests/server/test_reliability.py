@@ -177,7 +177,8 @@ def test_a_request_over_the_models_limits_is_a_413_stating_the_limit():
 
 
 def test_a_504_says_what_ran_out_after_how_long_and_whose_limit_it_was():
-    """The 504 names the work, the seconds, and whether they were the server's --timeout or the request's."""
+    """The 504 names the work, the seconds, and whether they were the server's --timeout (plus a share per
+    document for a rerank) or the request's."""
     slow = ScriptedBackend("slow", delay=5.0)
     with use_backend(slow) as model, ThreadedServer(create_app(model, timeout=0.3)) as url:
         by_server = httpx.post(f"{url}/v1/rerank", json={"query": "q", "documents": ["a", "b"]}, timeout=10)
@@ -185,9 +186,10 @@ def test_a_504_says_what_ran_out_after_how_long_and_whose_limit_it_was():
     assert by_server.status_code == by_request.status_code == 504
     error = by_server.json()["error"]
     assert error["type"] == "DecisionTimeoutError"
-    assert error["message"].startswith(f"rerank with {model} on 2 documents timed out after 0.3 s")
-    assert "the server's --timeout" in error["message"]
-    assert (error["timeout"], error["limit"]) == (0.3, "the server's --timeout")
+    assert error["message"].startswith(f"rerank with {model} on 2 documents timed out after 0.34 s")
+    limit = "the server's --timeout plus 20 ms per document"
+    assert f"({limit})" in error["message"]
+    assert error["timeout"] == pytest.approx(0.34) and error["limit"] == limit
     error = by_request.json()["error"]
     assert "timed out after 0.2 s (the request's \"timeout\")" in error["message"]
 

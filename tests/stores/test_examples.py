@@ -95,3 +95,30 @@ def test_resolve_examples_passes_lists_and_looks_up_names(isolated_user_dir):
     assert "no example set 'dogs'; known sets: cars, pets" in str(caught.value)
     with pytest.raises(InvalidInputError, match="examples"):
         resolve_examples("not a name!")
+
+
+def test_a_set_can_be_stored_from_the_filter_tools_item_examples(tmp_path):
+    """put() takes {"item", "answer"} (as filter does), storing each item as the text filter shows it."""
+    store = ExampleStore(tmp_path)
+    examples = [{"item": "My cat sleeps all day", "answer": True}, {"item": {"title": "Rates"}, "answer": False}]
+    assert store.put("pets", examples) == 2
+    assert store.get("pets") == [
+        {"state": "My cat sleeps all day", "answer": True},
+        {"state": '{"title":"Rates"}', "answer": False},
+    ]
+
+
+def test_an_example_with_other_keys_names_them():
+    """An example object with neither "state" nor "item" is refused, the message listing the keys it has."""
+    with pytest.raises(InvalidInputError, match=r"examples\.0: expected an object with \"state\" \(or \"item\"\) and "
+                       r"\"answer\" \(it has the keys 'text', 'answer'\)"):  # fmt: skip
+        ExampleStore().put("x", [{"text": "a", "answer": True}])
+
+
+def test_a_set_can_be_stored_from_example_objects(tmp_path):
+    """put() takes decirank.Example objects, as questions do."""
+    from decirank import Example
+
+    store = ExampleStore(tmp_path)
+    assert store.put("intents", [Example("Where is my card?", "card_arrival")]) == 1
+    assert store.get("intents") == [{"state": "Where is my card?", "answer": "card_arrival"}]

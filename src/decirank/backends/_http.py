@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import anyio
 import httpx
 
-from .. import __version__
+from .._version import __version__
 from .._paths import config_file
 from ..errors import (
     AuthenticationError,

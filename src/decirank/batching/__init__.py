@@ -81,6 +81,7 @@ def batch(
     errors: Any = None,
     fail_fast: bool = False,
     overwrite: bool = False,
+    kept_only: bool = False,
     on_progress: Callable[[BatchProgress], None] | None = None,
 ) -> BatchResult:
     """Run ``tool`` on every row of ``input``, writing ``output``; see the module's documentation.
@@ -90,7 +91,8 @@ def batch(
     rows per chunk (default: the model's questions per call, at most 256).
     ``timeout``: the time budget of each chunk's tool call. ``errors``: where
     failed rows go. ``overwrite`` replaces an existing output (or an unfinished
-    batch's progress). ``on_progress`` is called after each chunk.
+    batch's progress). ``kept_only`` (filter) writes only the rows kept.
+    ``on_progress`` is called after each chunk.
     """
     job = Job.build(
         tool,
@@ -121,6 +123,7 @@ def batch(
         errors=errors,
         fail_fast=fail_fast,
         overwrite=overwrite,
+        kept_only=kept_only,
         on_progress=on_progress,
     )
 

@@ -11,6 +11,7 @@ order and the progress folder is removed.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -202,8 +203,12 @@ def _assemble(
     output_path: Path,
     out_fmt: str,
     errors_path: Path,
+    kept_only: bool = False,
 ) -> None:
-    """Write the output (and the errors file) from the input and the finished chunks."""
+    """Write the output (and the errors file) from the input and the finished chunks.
+
+    ``kept_only`` (filter) writes only the rows kept; the others are still answered and counted.
+    """
     chunk_rows = progress.chunk_rows
     ranks: dict[int, int] = {}
     if job.tool == "rerank":
@@ -233,7 +238,7 @@ def _assemble(
             answers = outcome.answers.get(offset)
             if answers is not None and job.tool == "rerank":
                 answers = {**answers, "rank": ranks[row.index]}
-            if row.value is not None:
+            if row.value is not None and not (kept_only and not (answers or {}).get("kept")):
                 writer.write(row.value, answers)
             error = errors_by_offset.get(offset)
             if error is not None:
@@ -266,9 +271,12 @@ def run_batch(
     errors: Any = None,
     fail_fast: bool = False,
     overwrite: bool = False,
+    kept_only: bool = False,
     on_progress: Callable[[BatchProgress], None] | None = None,
 ) -> BatchResult:
     clock = time.perf_counter()
+    if kept_only and job.tool != "filter":
+        raise InvalidInputError("kept_only", "false unless the tool is filter", detail=f"{job.tool} keeps every row")
     if engine not in ENGINES:
         raise InvalidInputError("engine", f"one of {', '.join(ENGINES)}", got=engine)
     if address is not None and engine != "ray":
@@ -282,8 +290,12 @@ def run_batch(
     input_path, in_fmt, output_path, out_fmt, errors_path = _check_paths(input, output, errors)
     check_readable(input_path, in_fmt, "input")
     _check_columns(job, input_columns(input_path, in_fmt), input_path)
-    # An unknown model, a missing key or extra fails here, before any work.
+    # An unknown model, a missing key or extra fails here, before any work and before the progress folder.
     limits = Decider.resolve(job.task.model, base_url=job.task.base_url).limits
+    if engine == "ray":
+        from .ray_engine import check_ray
+
+        check_ray()
     default_rows = min(limits.max_questions or DEFAULT_CHUNK_ROWS, 256)
     total = count_rows(input_path, in_fmt)
     progress = Progress.open(
@@ -327,20 +339,26 @@ def run_batch(
             **extra,
         }
 
-    runner: Any = None
-    try:
+    def start_engine() -> Any:
         if engine == "ray":
             from .ray_engine import RayEngine
 
-            runner = RayEngine(job.task, workers, address=address, chunk_rows=chunk_rows)
-        elif workers == 0:
-            runner = InlineEngine(job.task)
-        else:
-            runner = ProcessEngine(job.task, workers or len(usable_cores()))
+            return RayEngine(job.task, workers, address=address, chunk_rows=chunk_rows)
+        if workers == 0:
+            return InlineEngine(job.task)
+        return ProcessEngine(job.task, workers or len(usable_cores()))
+
+    runner: Any = None
+    try:
         if on_progress is not None:
             on_progress(BatchProgress(total, progress.rows_done, progress.failed, resumed))
         chunks = _prepare(job, input_path, in_fmt, chunk_rows, dict(progress.done), fail_fast)
-        for prepared, outcome in runner.run(chunks, fail_fast):
+        first = next(chunks, None)
+        # A batch whose chunks are all done (stopped while its engine shut down) only writes its
+        # output: no worker is started, no Ray brought up for nothing.
+        runner = start_engine() if first is not None else None
+        answered_chunks = runner.run(itertools.chain([first], chunks), fail_fast) if runner is not None else ()
+        for prepared, outcome in answered_chunks:
             if outcome.stop is not None:
                 raise BatchStopped(
                     _stop_message(prepared, outcome.stop, progress.rows_done), error_type=outcome.stop[0]
@@ -356,11 +374,14 @@ def run_batch(
                 on_progress(BatchProgress(total, progress.rows_done, progress.failed, resumed))
             if record.due():  # the run's outputs are built only when they are written
                 record.tick(outputs(), *totals())
-        _assemble(job, progress, input_path, in_fmt, output_path, out_fmt, errors_path)
+        _assemble(job, progress, input_path, in_fmt, output_path, out_fmt, errors_path, kept_only)
     except BaseException as error:
         usage, models = totals()
         record.close(outputs(stopped=str(error)), usage, models, error)
-        progress.close()
+        if progress.created and not progress.done:
+            progress.remove()  # nothing was done: a rerun starts afresh, and no folder is left behind
+        else:
+            progress.close()
         raise
     seconds = time.perf_counter() - clock
     usage, models = totals()
@@ -375,8 +396,8 @@ def run_batch(
         resumed=resumed,
         seconds=seconds,
         run_id=progress.run_id if record.enabled else None,
-        engine=runner.name,
-        workers=runner.workers,
+        engine=runner.name if runner is not None else engine,
+        workers=runner.workers if runner is not None else 0,
         chunk_rows=chunk_rows,
         usage=usage,
         models=dict(progress.usage),

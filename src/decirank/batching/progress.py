@@ -62,9 +62,11 @@ def _write_atomic(path: Path, text: str) -> None:
 class Progress:
     """The progress folder of one output; :meth:`open` starts it or picks it up."""
 
-    def __init__(self, folder: Path, manifest: dict[str, Any]) -> None:
+    def __init__(self, folder: Path, manifest: dict[str, Any], *, created: bool = False) -> None:
         self.folder = folder
         self.manifest = manifest
+        #: Whether this batch started the folder (else it resumes one an earlier run left).
+        self.created = created
         #: chunk -> (offset, length) of its line in done.jsonl
         self.done: dict[int, tuple[int, int]] = {}
         #: Rows answered and rows failed in the chunks done.
@@ -154,7 +156,7 @@ class Progress:
             "started": time.time(),
         }
         _write_atomic(folder / "job.json", json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=True))
-        return cls(folder, manifest)
+        return cls(folder, manifest, created=True)
 
     @staticmethod
     def _read_manifest(folder: Path) -> dict[str, Any]:

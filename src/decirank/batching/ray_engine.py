@@ -24,7 +24,7 @@ from .chunks import BatchStopped, ChunkOutcome, answer_chunk, prepare_worker
 from .engines import Prepared
 from .job import Task
 
-__all__ = ["WAVE_ROWS", "RayEngine"]
+__all__ = ["WAVE_ROWS", "RayEngine", "check_ray"]
 
 #: Rows sent to the cluster at once; each wave starts its actors (and loads their model) anew.
 WAVE_ROWS = 200_000
@@ -37,6 +37,11 @@ def _ray():
     except ImportError:
         raise MissingAssetError("Ray Data, for --engine ray", "pip install 'decirank[ray]'") from None
     return ray
+
+
+def check_ray() -> None:
+    """Raise :class:`MissingAssetError` unless Ray Data can be imported: checked before a batch starts."""
+    _ray()
 
 
 class ChunkActor:

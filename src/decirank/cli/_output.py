@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -34,6 +36,7 @@ __all__ = [
     "parse_json",
     "path_kind",
     "print_json",
+    "print_table",
     "probability_bar",
     "progress_bar",
     "read_json_list",
@@ -127,12 +130,21 @@ def read_json_list(source: str, field: str) -> list[Any]:
 
 
 def json_or_text(value: str, field: str) -> Any:
-    """A JSON value given on the command line (option ``field``); text that is not JSON is a string."""
+    """A JSON value given on the command line (option ``field``); plain text that is not JSON is a string.
+
+    Text that opens like JSON (``{``, ``[`` or ``"``) but is not JSON is refused rather than taken as
+    a string: ``{question: CPU}`` is a typo far more often than a sentence. A JSON string says
+    "this is text" explicitly, whatever it holds.
+    """
     try:
         return loads_json(value)
     except JsonProblem as problem:
         if not problem.syntax:
             raise bad_json(field, "JSON or plain text", problem) from None
+        if value.lstrip()[:1] in ("{", "[", '"'):
+            quoted = shlex.quote(json.dumps(value, ensure_ascii=False))
+            problem.problem += f"; to pass this text as a plain string, give it as a JSON string: {field} {quoted}"
+            raise bad_json(field, "JSON (it opens like JSON but is not)", problem) from None
     # Bytes that were not UTF-8 reach argv as lone surrogates.
     return check_text(value, field, "JSON or plain text")
 
@@ -204,11 +216,40 @@ def shown_item(item: Any, describe: str | None, limit: int = 90) -> str:
     return short_text(item if value is MISSING else value, limit)
 
 
-def new_table(*columns: str) -> Table:
-    table = Table(show_edge=False, header_style="bold")
+def new_table(*columns: str, wrap: Collection[str] | None = None) -> Table:
+    """A table whose ``wrap`` columns (by default the last) fold long text; the others never split.
+
+    Ids, refs, times and numbers stay whole on one line, so a run id can be copied from it;
+    the free text takes what width is left.
+    """
+    wrapped = {columns[-1]} if wrap is None else set(wrap)
+    # No vertical rules and no edge padding: the width goes to the cells, so tables fit 80 columns.
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, header_style="bold")
     for column in columns:
-        table.add_column(column, overflow="fold")
+        if column in wrapped:
+            table.add_column(column, overflow="fold", ratio=1)
+        else:
+            table.add_column(column, no_wrap=True)
     return table
+
+
+def _plain(cell: Any) -> str:
+    return " ".join((cell.plain if isinstance(cell, Text) else str(cell)).split())
+
+
+def print_table(table: Table) -> None:
+    """``table`` drawn on a terminal; elsewhere (a pipe, a file) as plain tab-separated lines.
+
+    Off a terminal there is no width to fit, so nothing is folded or cut: one line per row,
+    the header first, and the probability bars (columns with no header) left out.
+    """
+    if console.is_terminal:
+        console.print(table)
+        return
+    shown = [column for column in table.columns if str(column.header)]
+    lines = ["\t".join(_plain(column.header) for column in shown)]
+    lines += ["\t".join(_plain(cell) for cell in row) for row in zip(*(column.cells for column in shown), strict=True)]
+    sys.stdout.write("".join(line + "\n" for line in lines))
 
 
 @contextmanager

@@ -20,6 +20,7 @@ from ._output import (
     new_table,
     parse_json,
     print_json,
+    print_table,
     progress_bar,
     read_json_list,
     read_text,
@@ -80,7 +81,7 @@ def list_artifacts(
     table = new_table("ref", "characters", "updated")
     for info in listed:
         table.add_row(info.ref, str(info.size), info.updated_at.strftime("%Y-%m-%d %H:%M:%S"))
-    console.print(table)
+    print_table(table)
     console.print(f"{len(listed)} artifact(s)", style="dim")
 
 
@@ -99,7 +100,9 @@ def stamps(ref: RefArgument, as_json: JsonOption = False) -> None:
     if as_json:
         print_json([stamp.to_dict() for stamp in found])
         return
-    table = new_table("when", "run", "evaluator", "score", "verdict", "rank", "pruned", "reason")
+    table = new_table(
+        "when", "run", "evaluator", "score", "verdict", "rank", "pruned", "reason", wrap=("evaluator", "reason")
+    )
     for stamp in found:
         table.add_row(
             stamp.created_at.strftime("%Y-%m-%d %H:%M") if stamp.created_at else "",
@@ -111,7 +114,7 @@ def stamps(ref: RefArgument, as_json: JsonOption = False) -> None:
             "yes" if stamp.pruned else "no",
             short_text(stamp.reason, 80),
         )
-    console.print(table)
+    print_table(table)
 
 
 @types_app.command("add")
@@ -134,7 +137,7 @@ def list_types(as_json: JsonOption = False) -> None:
     table = new_table("type", "description")
     for entry in registered:
         table.add_row(entry.name, entry.description)
-    console.print(table)
+    print_table(table)
 
 
 @types_app.command("rm")
@@ -214,7 +217,7 @@ def score_list_command(
             "yes" if entry.pruned else "no",
             short_text("; ".join(entry.issues), 100) if entry.issues else "",
         )
-    console.print(table)
+    print_table(table)
     winners = ", ".join(result.winners) or "none"
     console.print(f"winners: {winners}", highlight=False)
     details = f"run {result.run_id} · {result.total} ref(s) · top_k {result.top_k or 'all (rank only)'}"

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -24,12 +28,15 @@ from ._output import (
 
 __all__ = ["batch"]
 
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
+EXIT_INTERRUPTED = 130
+
 # The Python names of the arguments as the command line spells them, for the errors that name one.
 _FLAGS = {"tool": "TOOL", "input": "INPUT", "output": "--out"} | {
     name: "--" + name.replace("_", "-")
     for name in (
         "question state options none true false examples min_confidence query query_field text describe"
-        " model base_url timeout engine workers address batch_size errors"
+        " model base_url timeout engine workers address batch_size errors kept_only"
     ).split()
 }
 
@@ -72,9 +79,24 @@ def _cli_error(error: InvalidInputError) -> InvalidInputError:
     return renamed
 
 
+def _interrupted(out: str, progress: Any) -> str:
+    """What Ctrl-C left: how far the batch got, and the command that resumes it."""
+    from ..batching.progress import progress_folder
+
+    folder = progress_folder(Path(out))
+    if not folder.is_dir():
+        return "interrupted before any rows were done; nothing was kept"
+    done = f"{progress.done:,} of {progress.total:,} rows done" if progress is not None else "some rows done"
+    command = shlex.join(["decirank", *sys.argv[1:]])
+    return f"interrupted: {done}, kept in {os.fspath(folder)}; to resume, run the same command again:\n  {command}"
+
+
 @contextmanager
-def _progress_bar(label: str) -> Iterator[Any]:
-    """Rows done of all, rows per second and the time left, on stderr when it is a terminal."""
+def _progress_bar(label: str, seen: dict[str, Any]) -> Iterator[Any]:
+    """Rows done of all, rows per second and the time left, on stderr when it is a terminal.
+
+    ``seen["progress"]`` keeps the last progress reported, for what an interruption says.
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
     from rich.text import Text
 
@@ -97,6 +119,7 @@ def _progress_bar(label: str) -> Iterator[Any]:
     state: dict[str, Any] = {"task": None}
 
     def update(progress: Any) -> None:
+        seen["progress"] = progress
         if state["task"] is None:
             # Rows done before (a resumed batch) start the bar without counting toward the speed.
             state["task"] = bar.add_task(label, total=progress.total, completed=progress.done)
@@ -178,12 +201,14 @@ def batch(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an existing output, or start an unfinished batch over.")
     ] = False,
+    kept_only: Annotated[bool, typer.Option("--kept-only", help="filter: write only the rows kept.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Run a tool on every row of a file; killed, it resumes when run again with the same --out."""
     from ..batching import batch as run
     from .examples import examples_value
 
+    seen: dict[str, Any] = {"progress": None}
     try:
         arguments = {
             "question": question,
@@ -208,11 +233,15 @@ def batch(
             "errors": errors,
             "fail_fast": fail_fast,
             "overwrite": overwrite,
+            "kept_only": kept_only,
         }
-        with _progress_bar(tool.value) as update:
+        with _progress_bar(tool.value, seen) as update:
             result = run(tool.value, input, out, on_progress=update, **arguments)
     except InvalidInputError as error:
         raise _cli_error(error) from None
+    except KeyboardInterrupt:
+        error_console.print(_interrupted(out, seen["progress"]), highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     data = result.to_dict()
     if as_json:
         print_json(data)

@@ -18,7 +18,7 @@ from ..evaluation.labels import (
 )
 from ..evaluation.trec import evaluate, load_qrels, load_run
 from ._app import app
-from ._output import console, new_table, print_json, progress_bar
+from ._output import console, new_table, print_json, print_table, progress_bar
 
 eval_app = typer.Typer(help="Measure ranking quality, speed and memory.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
@@ -61,7 +61,7 @@ def trec(
     for key, value in data.items():
         if value is not None:
             table.add_row(key, _cell(value))
-    console.print(table)
+    print_table(table)
 
 
 class LabelQuestionType(str, Enum):
@@ -152,4 +152,4 @@ def labels(
         if key in ("model", "usage") or all(score[key] is None for score in shown):
             continue
         table.add_row(key, *(_cell(score[key]) for score in shown))
-    console.print(table)
+    print_table(table)

@@ -11,7 +11,7 @@ import typer
 from ..errors import InvalidInputError
 from ..stores.examples import ExampleStore, check_examples, check_set_name
 from ._app import app
-from ._output import console, error_console, new_table, path_kind, print_json, read_json_list, short_text
+from ._output import console, error_console, new_table, path_kind, print_json, print_table, read_json_list, short_text
 
 __all__ = ["examples_value"]
 
@@ -66,7 +66,8 @@ def add(
         str,
         typer.Argument(
             metavar="FILE|-",
-            help='A JSON array or JSON Lines file of {"state": ..., "answer": ...}, or - for stdin.',
+            help='A JSON array or JSON Lines file of {"state": ..., "answer": ...} or {"item": ..., "answer": ...}, '
+            "or - for stdin.",
         ),
     ],
 ) -> None:
@@ -88,7 +89,7 @@ def list_sets(as_json: JsonOption = False) -> None:
     table = new_table("name", "examples", "updated")
     for info in listed:
         table.add_row(info.name, str(info.count), info.updated_at.astimezone().strftime("%Y-%m-%d %H:%M:%S"))
-    console.print(table)
+    print_table(table)
     console.print(f"{len(listed)} set(s)", style="dim")
 
 
@@ -109,7 +110,7 @@ def show(
         shown = new_table("answer", "state")
         for example in examples:
             shown.add_row(json.dumps(example["answer"], ensure_ascii=False), short_text(example["state"], 120))
-        console.print(shown)
+        print_table(shown)
     else:
         sys.stdout.write("".join(json.dumps(example, ensure_ascii=False) + "\n" for example in examples))
 

@@ -10,7 +10,7 @@ from .._config import load_config
 from ..backends import providers
 from ..decisions.roles import resolve_chain, role_names
 from ._app import app
-from ._output import console, new_table, print_json
+from ._output import console, new_table, print_json, print_table
 
 
 @app.command()
@@ -34,16 +34,16 @@ def models(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON."
     if as_json:
         print_json({"providers": listed, "roles": roles, "config": str(config.path)})
         return
-    table = new_table("provider", "models", "key", "about")
+    table = new_table("provider", "models", "key", "about", wrap=("models", "about"))
     for entry in listed:
         names = ", ".join(f"{entry['provider']}:{m}" for m in entry["models"])
         if entry["any_model"]:
             names += ", … (any model name)"
         table.add_row(entry["provider"], names, entry["key_variable"] or "—", entry["description"])
-    console.print(table)
+    print_table(table)
     roles_table = new_table("role", "models, in the order tried", "set by")
     for role, chain in roles.items():
         roles_table.add_row(role, " → ".join(chain), chains[role].source)
-    console.print(roles_table)
+    print_table(roles_table)
     found = "" if config.path.is_file() else " (not found: the defaults apply)"
     console.print(f"config: {config.path}{found}", style="dim", highlight=False)

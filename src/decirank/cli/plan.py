@@ -18,15 +18,20 @@ from ._output import (
     bad_json,
     check_text,
     console,
+    error_console,
     new_table,
     parse_json,
     path_kind,
     print_json,
+    print_table,
     read_text,
     short_text,
     shown_item,
     source_name,
 )
+
+#: The exit status of a plan whose score_list step found none of its refs in the artifact store.
+EXIT_NOTHING_SCORED = 1
 
 plan_app = typer.Typer(help="Run plans: tool steps wired together with {{...}} templates.", no_args_is_help=True)
 app.add_typer(plan_app, name="plan")
@@ -89,12 +94,41 @@ def _summarize_step(step: StepResult) -> str:
     if step.tool_name == "builtin__filter":
         return f"kept {output['count']} of {output['count'] + output['dropped_count']}"
     if step.tool_name == "builtin__score_list":
-        return f"scored {output['total']}; winners: {', '.join(output['winners']) or 'none'}"
+        unknown = _unknown_refs(step)
+        scored = f"scored {output['total'] - len(unknown)} of {output['total']}"
+        missing = f" ({len(unknown)} not in the artifact store)" if unknown else ""
+        return f"{scored}{missing}; winners: {', '.join(output['winners']) or 'none'}"
     return short_text(output, 80)
 
 
+def _unknown_refs(step: StepResult) -> list[str]:
+    """The refs a score_list step could not score: nothing, or nothing but blanks, stored under them."""
+    if step.tool_name != "builtin__score_list":
+        return []
+    return [entry["ref"] for entry in step.output["ranked"] if entry["verdict"] == "UNKNOWN"]
+
+
+def _report_unknown_refs(result: PlanResult) -> bool:
+    """Say on stderr which refs were not in the artifact store; True when a score_list step scored none."""
+    nothing_scored = False
+    for step in result.steps:
+        unknown = _unknown_refs(step)
+        if not unknown:
+            continue
+        total = step.output["total"]
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        error_console.print(
+            f"warning: step {step.id}: {len(unknown)} of {total} refs have no artifact in the store ({shown}); "
+            "store each with: decirank artifacts put REF FILE",
+            highlight=False,
+            soft_wrap=True,
+        )
+        nothing_scored = nothing_scored or len(unknown) == total
+    return nothing_scored
+
+
 def _print_table(result: PlanResult) -> None:
-    table = new_table("step", "tool", "result", "model", "seconds")
+    table = new_table("step", "tool", "result", "model", "seconds", wrap=("result", "model"))
     for step in result.steps:
         table.add_row(
             step.id,
@@ -103,8 +137,8 @@ def _print_table(result: PlanResult) -> None:
             str(step.output.get("model") or "—"),
             f"{step.duration:.2f}",
         )
-    console.print(table)
-    console.print(f"run {result.run_id} · --json prints every step's input and output", style="dim")
+    print_table(table)
+    console.print(f"run {result.run_id} · --json prints every step's input and output", style="dim", soft_wrap=True)
 
 
 @plan_app.command("run")
@@ -118,9 +152,14 @@ def run_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every step's input and output as JSON.")] = False,
 ) -> None:
-    """Run a plan's steps in order; {{input.x}} and {{E1.items}} tags carry values between them."""
+    """Run a plan's steps in order; {{input.x}} and {{E1.items}} tags carry values between them.
+
+    Refs a score_list step finds no artifact for are named on stderr; when it finds none, the exit status is 1.
+    """
     result = run_plan(_read_plan(plan), _read_plan_input(input_value))
     if as_json:
         print_json(result.to_dict())
-        return
-    _print_table(result)
+    else:
+        _print_table(result)
+    if _report_unknown_refs(result):
+        raise typer.Exit(EXIT_NOTHING_SCORED)

@@ -11,7 +11,7 @@ from rich.text import Text
 from ..errors import ConfigError
 from ..stores.runlog import RUN_STATUSES, RunLog, configured_location, current_runlog
 from ._app import app
-from ._output import check_text, console, new_table, print_json, short_text
+from ._output import check_text, console, new_table, print_json, print_table, short_text
 
 runs_app = typer.Typer(help="List, show and sum up recorded runs.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
@@ -49,6 +49,21 @@ def _cost(row: dict[str, Any]) -> str:
     return f"{row['cost']:.6f} {row.get('currency') or ''}".strip()
 
 
+def _short_cost(row: dict[str, Any]) -> str:
+    """The cost in as few characters as say it: ``$0``, ``$0.00123``, ``0.5 EUR``."""
+    if row.get("cost") is None:
+        return "—"
+    amount = f"{row['cost']:.3g}"
+    currency = row.get("currency") or ""
+    return f"${amount}" if currency in ("USD", "") else f"{amount} {currency}"
+
+
+def _short_milliseconds(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.1f} ms" if value < 10 else f"{value:,.0f} ms"
+
+
 def _tokens(row: dict[str, Any]) -> str:
     """Input / output tokens."""
     return f"{row.get('input_tokens') or 0}/{row.get('output_tokens') or 0}"
@@ -74,20 +89,20 @@ def list_runs(
     if as_json:
         print_json(runs)
         return
-    table = new_table("id", "started", "tool", "asked", "answered by", "status", "duration", "tokens in/out", "cost")
+    # The model that answered, else the role asked (a run that failed before any model answered).
+    table = new_table("id", "started", "tool", "model", "status", "duration", "tokens", "cost", wrap=("tool", "model"))
     for run in runs:
         table.add_row(
             run["id"][:SHORT_ID],
-            _when(run["started_at"], "%m-%d %H:%M:%S"),
+            _when(run["started_at"], "%m-%d %H:%M"),
             run["tool"],
-            run["role"] or "—",
-            run["model"] or "—",
+            run["model"] or run["role"] or "—",
             run["status"],
-            _milliseconds(run["duration_ms"]),
+            _short_milliseconds(run["duration_ms"]),
             _tokens(run),
-            _cost(run),
+            _short_cost(run),
         )
-    console.print(table)
+    print_table(table)
 
 
 @runs_app.command("show")
@@ -121,7 +136,9 @@ def show_run(
         console.print(f"  {label:<12} {value}", highlight=False)
     if not run["children"]:
         return
-    table = new_table("call", "kind", "model", "status", "duration", "tokens in/out", "cost", "error")
+    table = new_table(
+        "call", "kind", "model", "status", "duration", "tokens", "cost", "error", wrap=("kind", "model", "error")
+    )
     for child in run["children"]:
         if child["kind"] == "model":
             step = f"{child['decision']}.{child['attempt']}"
@@ -134,12 +151,12 @@ def show_run(
             kind,
             child["model"] or "—",
             child["status"],
-            _milliseconds(child["duration_ms"]),
+            _short_milliseconds(child["duration_ms"]),
             _tokens(child),
-            _cost(child),
+            _short_cost(child),
             short_text(error, 120) if error else "",
         )
-    console.print(table)
+    print_table(table)
 
 
 @runs_app.command("stats")
@@ -151,7 +168,7 @@ def run_stats(as_json: JsonOption = False) -> None:
         return
     by_tool = ", ".join(f"{row['tool']} {row['status']}: {row['runs']}" for row in stats["by_tool"])
     console.print(f"{stats['runs']} run(s)" + (f" ({by_tool})" if by_tool else ""), highlight=False)
-    table = new_table("model", "calls", "failed", "cache hits", "tokens in/out", "cost", "p50", "p95")
+    table = new_table("model", "calls", "failed", "cache hits", "tokens", "cost", "p50", "p95", wrap=("model",))
     for row in stats["models"]:
         table.add_row(
             row["model"],
@@ -159,11 +176,11 @@ def run_stats(as_json: JsonOption = False) -> None:
             str(row["failed"]),
             str(row["cache_hits"]),
             _tokens(row),
-            _cost(row),
-            _milliseconds(row["p50_ms"]),
-            _milliseconds(row["p95_ms"]),
+            _short_cost(row),
+            _short_milliseconds(row["p50_ms"]),
+            _short_milliseconds(row["p95_ms"]),
         )
-    console.print(table)
+    print_table(table)
 
 
 @runs_app.command("path")

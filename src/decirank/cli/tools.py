@@ -9,7 +9,6 @@ import typer
 from ..tools.filter import DEFAULT_MIN_CONFIDENCE
 from ..tools.filter import filter as filter_items
 from ..tools.rank import rank as rank_items
-from ..tools.rerank import DEFAULT_TIMEOUT
 from ..tools.rerank import rerank as rerank_documents
 from ._app import app
 from ._output import (
@@ -18,6 +17,7 @@ from ._output import (
     json_or_text,
     new_table,
     print_json,
+    print_table,
     probability_bar,
     read_json_list,
     short_text,
@@ -79,7 +79,7 @@ def rank(
     for position, entry in enumerate(result.ranked, start=1):
         probability = "—" if entry.probability is None else f"{entry.probability:.3f}"
         table.add_row(str(position), probability, probability_bar(entry.probability), shown_item(entry.item, describe))
-    console.print(table)
+    print_table(table)
     if result.none is not None:
         verdict = "nothing fits" if result.no_fit else "an item fits"
         console.print(f"none: {result.none:.3f} ({verdict})")
@@ -106,8 +106,11 @@ def rerank(
     model: ModelOption = "decider",
     base_url: BaseUrlOption = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Time budget in seconds for the whole rerank.")
-    ] = DEFAULT_TIMEOUT,
+        float | None,
+        typer.Option(
+            "--timeout", help="Time budget in seconds for the whole rerank (default: 15 s plus 20 ms per document)."
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Score each document's relevance to a query (one likelihood each) and sort."""
@@ -119,7 +122,8 @@ def rerank(
         max_documents_per_call=max_documents_per_call,
         model=model,
         base_url=base_url,
-        timeout=timeout,
+        timeout="auto" if timeout is None else timeout,
+        show_progress=True,  # on a terminal only
     )
     data = result.to_dict()
     if as_json:
@@ -130,7 +134,7 @@ def rerank(
         text = entry.document if isinstance(entry.document, str) else entry.document.get("text", "")
         score = entry.relevance_score
         table.add_row(str(entry.rank), f"{score:.3f}", probability_bar(score), str(entry.id), short_text(text))
-    console.print(table)
+    print_table(table)
     console.print(_usage_line(data), style="dim")
 
 
@@ -138,7 +142,9 @@ def rerank(
 def filter_command(
     items: ItemsArgument,
     question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each item.")],
-    state: StateOption,
+    state: Annotated[
+        str | None, typer.Option("--state", "-s", help="The context as JSON (plain text is a string); default {}.")
+    ] = None,
     min_confidence: Annotated[
         float, typer.Option("--min-confidence", help="Keep items at least this likely.")
     ] = DEFAULT_MIN_CONFIDENCE,
@@ -164,13 +170,14 @@ def filter_command(
     result = filter_items(
         read_json_list(items, "items"),
         question,
-        json_or_text(state, "--state"),
+        {} if state is None else json_or_text(state, "--state"),
         min_confidence=min_confidence,
         describe=describe,
         model=model,
         base_url=base_url,
         timeout=timeout,
         examples=examples_given,
+        show_progress=True,  # on a terminal only
     )
     data = result.to_dict()
     if as_json:
@@ -184,6 +191,6 @@ def filter_command(
             probability_bar(decision.probability),
             shown_item(decision.item, describe),
         )
-    console.print(table)
+    print_table(table)
     console.print(f"kept {data['count']}, dropped {data['dropped_count']} (min confidence {result.min_confidence:g})")
     console.print(_usage_line(data), style="dim")

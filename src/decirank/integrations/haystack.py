@@ -16,7 +16,7 @@ from typing import Any
 
 from ..decisions.decider import DEFAULT_ROLE
 from ..errors import MissingAssetError
-from ..tools.rerank import DEFAULT_TIMEOUT, RerankResult, arerank, rerank
+from ..tools.rerank import AutoTimeout, RerankResult, arerank, rerank
 
 try:
     from haystack import Document, component
@@ -41,13 +41,14 @@ class DecirankRanker:
         model: str = DEFAULT_ROLE,
         top_k: int | None = 10,
         min_relevance: float | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
+        timeout: float | AutoTimeout | None = "auto",
     ) -> None:
         """
         :param model: a decirank model name (``local``, ``typesafe:jev-latest``, ...) or role.
         :param top_k: how many documents to keep, best first; None (or 0) keeps them all.
         :param min_relevance: drop documents scored below this probability.
-        :param timeout: seconds for the whole rerank, all its model calls together.
+        :param timeout: seconds for the whole rerank, all its model calls together; "auto" (the default):
+            15 s plus 20 ms per document.
         """
         self.model = model
         self.top_k = top_k

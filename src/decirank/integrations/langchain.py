@@ -17,7 +17,7 @@ from typing import Any
 
 from ..decisions.decider import DEFAULT_ROLE
 from ..errors import MissingAssetError
-from ..tools.rerank import DEFAULT_TIMEOUT, RerankResult, arerank, rerank
+from ..tools.rerank import AutoTimeout, RerankResult, arerank, rerank
 
 try:
     from langchain_core.callbacks import Callbacks
@@ -45,7 +45,7 @@ class DecirankRerank(BaseDocumentCompressor):
     #: Drop documents scored below this probability; None keeps them.
     min_relevance: float | None = None
     #: Seconds for the whole rerank, all its model calls together.
-    timeout: float | None = DEFAULT_TIMEOUT
+    timeout: float | AutoTimeout | None = "auto"
 
     def _options(self) -> dict[str, Any]:
         return {"top_k": self.top_n, "min_relevance": self.min_relevance, "model": self.model, "timeout": self.timeout}

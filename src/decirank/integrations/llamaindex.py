@@ -14,7 +14,7 @@ from typing import Any
 
 from ..decisions.decider import DEFAULT_ROLE
 from ..errors import MissingAssetError
-from ..tools.rerank import DEFAULT_TIMEOUT, RerankResult, arerank, rerank
+from ..tools.rerank import AutoTimeout, RerankResult, arerank, rerank
 
 try:
     from llama_index.core.bridge.pydantic import Field
@@ -37,7 +37,9 @@ class DecirankRerank(BaseNodePostprocessor):
     model: str = Field(default=DEFAULT_ROLE, description="A decirank model name or role.")
     top_n: int | None = Field(default=2, description="How many nodes to keep; None (or 0) keeps them all.")
     min_relevance: float | None = Field(default=None, description="Drop nodes scored below this probability.")
-    timeout: float | None = Field(default=DEFAULT_TIMEOUT, description="Seconds for the whole rerank.")
+    timeout: float | AutoTimeout | None = Field(
+        default="auto", description='Seconds for the whole rerank; "auto": 15 s plus 20 ms per document.'
+    )
 
     @classmethod
     def class_name(cls) -> str:

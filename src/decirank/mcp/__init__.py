@@ -16,20 +16,15 @@ of decirank works without it.
 from __future__ import annotations
 
 import importlib.util
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidInputError, MissingAssetError
+from ._transport import DEFAULT_HOST, DEFAULT_PORT, HTTP_PATH, Transport
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "HTTP_PATH", "build_server", "serve"]
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
-HTTP_PATH = "/mcp"
-
-Transport = Literal["stdio", "http"]
 
 
 def _require_sdk() -> None:

@@ -15,10 +15,10 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from .. import __version__
+from .._version import __version__
 from ..errors import DecirankError
 from ..tools.registry import ToolSpec, call_tool, get_tool, tool_specs
-from . import DEFAULT_HOST, DEFAULT_PORT, HTTP_PATH, Transport
+from ._transport import DEFAULT_HOST, DEFAULT_PORT, HTTP_PATH, Transport
 
 __all__ = ["build_server", "error_result", "serve"]
 

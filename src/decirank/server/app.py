@@ -16,25 +16,19 @@ A request whose client goes away is cancelled, so its work (model calls,
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import sys
 import uuid
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
-from email.message import Message as MimeHeader
 from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
-from fastapi.routing import APIRoute
+from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import __version__
+from .._version import __version__
 from ..decisions.decider import DEFAULT_ROLE, Decider
 from ..errors import (
     AllModelsFailedError,
@@ -47,6 +41,17 @@ from ..errors import (
     ModelTimeoutError,
     UnknownModelError,
 )
+from ._deps import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_TIMEOUT,
+    GuardedRoute,
+    RequestBudget,
+    ServerSettings,
+    clean_text,
+    parse_body,
+)
+from .page import page_router
+from .routes import router
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -60,38 +65,16 @@ __all__ = [
 
 logger = logging.getLogger("decirank.server")
 
-DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-#: Seconds a request may take when it names no budget of its own.
-DEFAULT_TIMEOUT = 30.0
-
-
-@dataclass(frozen=True)
-class ServerSettings:
-    #: The model that answers requests naming none: a role or a provider:model name.
-    model: str = DEFAULT_ROLE
-    #: When set, every /v1 endpoint wants ``Authorization: Bearer <api_key>``.
-    api_key: str | None = None
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    timeout: float = DEFAULT_TIMEOUT
-    #: Whether score_list may run ``exec:`` evaluators: a client's shell commands on this host.
-    allow_exec: bool = False
-
-
 # --- responses that always render ----------------------------------------------------------
-
-
-def _clean_text(text: str) -> str:
-    """``text`` with each lone surrogate (which UTF-8 cannot carry) shown as ``\\udXXX``."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _sanitized(value: Any) -> Any:
     if isinstance(value, str):
-        return _clean_text(value)
+        return clean_text(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {_clean_text(str(key)): _sanitized(item) for key, item in value.items()}
+        return {clean_text(str(key)): _sanitized(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_sanitized(item) for item in value]
     return value
@@ -109,139 +92,6 @@ class SafeJSONResponse(JSONResponse):
             return super().render(content)
         except (ValueError, UnicodeError):
             return super().render(_sanitized(content))
-
-
-# --- the body: strict JSON, parsed once ------------------------------------------------------
-
-
-class BodyError(InvalidInputError):
-    """A request body that is not strict JSON, located in the body."""
-
-    def __init__(self, location: list[str | int], expected: str, *, detail: str, kind: str) -> None:
-        field = ".".join(str(part) for part in location) or "body"
-        super().__init__(field, expected, detail=detail)
-        self.location = ["body", *location]
-        self.kind = kind
-
-    def to_dict(self) -> dict[str, Any]:
-        # On the wire it is the InvalidInputError every client already knows.
-        return {**super().to_dict(), "type": "InvalidInputError"}
-
-
-def _path_text(location: list[str | int]) -> str:
-    return ".".join(str(part) for part in location) or "the body"
-
-
-def _first_unfit(document: Any) -> BodyError | None:
-    """The first value (in document order) that JSON or UTF-8 cannot carry: NaN, ±Infinity, a lone surrogate."""
-    stack: list[tuple[list[str | int], Any]] = [([], document)]
-    while stack:
-        location, value = stack.pop()
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as error:
-                return BodyError(
-                    location,
-                    "text without lone surrogates",
-                    detail=f"got the lone surrogate {_clean_text(value[error.start : error.end])}, "
-                    "which UTF-8 cannot encode",
-                    kind="string_unicode",
-                )
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                return BodyError(
-                    location,
-                    "a finite number",
-                    detail=f"got {json.dumps(value)}; JSON has no NaN or Infinity",
-                    kind="finite_number",
-                )
-        elif isinstance(value, dict):
-            children: list[tuple[list[str | int], Any]] = []
-            for key, item in value.items():
-                try:
-                    key.encode("utf-8")
-                except UnicodeEncodeError:
-                    return BodyError(
-                        [*location, _clean_text(key)],
-                        "keys without lone surrogates",
-                        detail=f"the key {_clean_text(key)!r} in {_path_text(location)} holds a lone "
-                        "surrogate, which UTF-8 cannot encode",
-                        kind="string_unicode",
-                    )
-                children.append(([*location, key], item))
-            stack.extend(reversed(children))
-        elif isinstance(value, list):
-            stack.extend(reversed([([*location, index], item) for index, item in enumerate(value)]))
-    return None
-
-
-def parse_body(body: bytes) -> Any:
-    """The JSON document ``body`` holds, refusing with :class:`BodyError` what JSON or UTF-8 cannot carry.
-
-    Python's parser takes ``NaN``, ``Infinity`` and ``1e999`` as floats and
-    ``"\\ud800"`` as a lone surrogate; none of them can be answered, logged
-    or sent on, so they are refused here, once, for every endpoint.
-    """
-    try:
-        document = json.loads(body)
-    except json.JSONDecodeError as error:
-        raise BodyError(
-            [],
-            "a JSON document",
-            detail=f"not JSON: {error.msg} at line {error.lineno} column {error.colno}",
-            kind="json_invalid",
-        ) from None
-    except UnicodeDecodeError as error:
-        raise BodyError(
-            [],
-            "a JSON document in UTF-8",
-            detail=f"not UTF-8: {error.reason} at byte {error.start}",
-            kind="json_invalid",
-        ) from None
-    except RecursionError:
-        raise BodyError([], "a JSON document", detail="nested too deeply", kind="json_invalid") from None
-    except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits)
-        detail = f"a number has more than {sys.get_int_max_str_digits()} digits"
-        raise BodyError([], "a JSON document", detail=detail, kind="json_invalid") from None
-    unfit = _first_unfit(document)
-    if unfit is not None:
-        raise unfit
-    return document
-
-
-def _is_json(content_type: str | None) -> bool:
-    """Whether FastAPI reads a body of this content type as JSON (it does when none is given)."""
-    if not content_type:
-        return True
-    header = MimeHeader()
-    header["content-type"] = content_type
-    subtype = header.get_content_subtype()
-    return header.get_content_maintype() == "application" and (subtype == "json" or subtype.endswith("+json"))
-
-
-class _ParsedRequest(Request):
-    """A request whose JSON body :func:`parse_body` has already checked and parsed."""
-
-    async def json(self) -> Any:
-        if not hasattr(self, "_json"):
-            self._json = parse_body(await self.body())
-        return self._json
-
-
-class GuardedRoute(APIRoute):
-    """A route whose JSON body is parsed strictly before FastAPI reads it, so a bad one is a 422 naming it."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def guarded(request: Request) -> Response:
-            parsed = _ParsedRequest(request.scope, request.receive)
-            if _is_json(parsed.headers.get("content-type")) and await parsed.body():
-                await parsed.json()  # a BodyError here goes to the error handlers, as any DecirankError
-            return await handler(parsed)
-
-        return guarded
 
 
 # --- the guards around every request ---------------------------------------------------------
@@ -392,17 +242,6 @@ def _over_limits(error: DecirankError) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class RequestBudget:
-    """A request's time budget as the server gave it, and what it was for; the 504 says both."""
-
-    seconds: float
-    #: Whose limit it is: the request's ``timeout`` or the server's ``--timeout``.
-    source: str
-    #: The size of the work, e.g. "10000 documents".
-    work: str | None = None
-
-
 def _timeout_body(error: DecisionTimeoutError, budget: RequestBudget | None) -> dict[str, Any]:
     seconds = budget.seconds if budget is not None else error.timeout
     what = f"{error.what} on {budget.work}" if budget is not None and budget.work else error.what
@@ -417,6 +256,20 @@ def _timeout_body(error: DecisionTimeoutError, budget: RequestBudget | None) -> 
     if budget is not None:
         body["limit"] = budget.source
     return body
+
+
+def validation_error_object(detail: list[dict[str, Any]]) -> dict[str, Any]:
+    """FastAPI's validation ``detail`` as the ``error`` object every other error carries.
+
+    OpenAI's and Cohere's SDKs show ``error.message``; with ``detail`` alone they show nothing useful.
+    """
+    first = detail[0] if detail else {}
+    location = [str(part) for part in first.get("loc", [])]
+    field = ".".join(location[1:] if location[:1] in (["body"], ["query"], ["path"]) else location) or "body"
+    message = f"{field}: {first.get('msg', 'invalid input')}"
+    if len(detail) > 1:
+        message += f" (and {len(detail) - 1} more problem{'s' if len(detail) > 2 else ''}: see detail)"
+    return {"type": "InvalidInputError", "message": message, "field": field}
 
 
 def error_response(error: DecirankError, request: Request | None = None) -> JSONResponse:
@@ -457,8 +310,6 @@ def create_app(
 
     ``model`` is resolved here, so a server that could not answer fails at start, not on its first request.
     """
-    from .routes import router
-
     Decider.resolve(model)
     application = FastAPI(
         default_response_class=SafeJSONResponse,
@@ -469,9 +320,7 @@ def create_app(
     )
     application.state.settings = ServerSettings(model, api_key, max_body_bytes, timeout, allow_exec)
     application.include_router(router)
-    from .page import page_router  # the page at / and the read-only endpoints it needs
-
-    application.include_router(page_router)
+    application.include_router(page_router)  # the page at / and the read-only endpoints it needs
 
     @application.exception_handler(DecirankError)
     async def decirank_error(request: Request, error: DecirankError) -> JSONResponse:
@@ -480,14 +329,10 @@ def create_app(
     @application.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
         # FastAPI's own handler echoes the input, which may be what JSON cannot render.
-        return SafeJSONResponse({"detail": jsonable_encoder(error.errors())}, status_code=422)
+        detail = jsonable_encoder(error.errors())
+        return SafeJSONResponse({"detail": detail, "error": validation_error_object(detail)}, status_code=422)
 
     application.add_middleware(ServerErrors)
     application.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     application.add_middleware(RequestId)
     return application
-
-
-def settings_of(request: Request) -> ServerSettings:
-    settings: Any = request.app.state.settings
-    return settings

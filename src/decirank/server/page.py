@@ -27,14 +27,13 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import Response
 
-from .. import __version__
 from .._config import load_config
+from .._version import __version__
 from ..backends import providers
 from ..decisions.roles import resolve_chain, role_names
 from ..stores.runlog import RUN_STATUSES, _percentile, current_runlog
 from ..tools._evaluators.validate import BUILTIN_TYPES
-from .app import GuardedRoute, settings_of
-from .routes import _errors, require_api_key
+from ._deps import GuardedRoute, error_responses, require_api_key, settings_of
 
 __all__ = ["page_router"]
 
@@ -71,7 +70,7 @@ def asset(name: str) -> Response:
     return Response(_asset(name), media_type=_ASSETS[name], headers=_HEADERS)
 
 
-@page_api.get("/v1/server", responses=_errors(401), tags=["page"])
+@page_api.get("/v1/server", responses=error_responses(401), tags=["page"])
 def server(request: Request) -> dict[str, Any]:
     """What this server offers: its default model, whether exec: evaluators may run, whether runs are logged."""
     settings = settings_of(request)
@@ -86,7 +85,7 @@ def server(request: Request) -> dict[str, Any]:
     }
 
 
-@page_api.get("/v1/models", responses=_errors(401), tags=["page"])
+@page_api.get("/v1/models", responses=error_responses(401), tags=["page"])
 def models(request: Request) -> dict[str, Any]:
     """Every provider's models and every role, as ``decirank models`` lists them.
 
@@ -143,7 +142,7 @@ def _runlog_or_404() -> Any:
 
 
 # The run log is read with blocking I/O, so these run in FastAPI's thread pool (plain ``def``).
-@page_api.get("/v1/runlog/runs", responses=_errors(401, 422), tags=["page"])
+@page_api.get("/v1/runlog/runs", responses=error_responses(401, 422), tags=["page"])
 def runlog_runs(
     request: Request,
     limit: int = Query(100, ge=1, le=1000),
@@ -176,7 +175,7 @@ def runlog_runs(
 _BUCKETS = (60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400)
 
 
-@page_api.get("/v1/runlog/series", responses=_errors(401, 404, 422), tags=["page"])
+@page_api.get("/v1/runlog/series", responses=error_responses(401, 404, 422), tags=["page"])
 def runlog_series(
     request: Request, buckets: int = Query(24, ge=1, le=200), limit: int = Query(20000, ge=1, le=100000)
 ) -> dict[str, Any]:

@@ -9,20 +9,21 @@ Which model answers: a request may name a role or a model this server runs
 itself (``local``, ``lexical``, ...). Names of providers that call another
 server (``typesafe:...``, ``systemone:...``) are refused unless they are the
 server's own model, so a client can never spend the server's keys or point
-it elsewhere. The System One and Decisions endpoints answer any other name
-(a hosted model's, such as ``jev-latest``) with the server's model, so a
-client written for a hosted service works against this server unchanged;
-the tool endpoints refuse an unknown name with a suggestion.
+it elsewhere. The System One, Decisions and Cohere rerank endpoints answer
+any other name (a hosted model's, such as ``jev-latest`` or
+``rerank-english-v3.0``) with the server's model, so a client written for a
+hosted service works against this server unchanged; the tool endpoints
+refuse an unknown name with a suggestion.
 """
 
 from __future__ import annotations
 
-import secrets
+import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
-from .. import __version__
+from .._version import __version__
 from ..backends import openai as decisions_wire
 from ..backends import parse_model_name
 from ..backends import systemone as systemone_wire
@@ -33,56 +34,18 @@ from ..stores.examples import resolve_examples
 from ..stores.runlog import current_runlog
 from ..tools.filter import afilter
 from ..tools.rank import arank
-from ..tools.rerank import RerankResult, arerank
+from ..tools.rerank import PER_DOCUMENT_TIMEOUT, RerankResult, arerank, default_budget
 from ..tools.score_list import ascore_list
 from ..types.answers import DecisionResponse
 from ..types.questions import DecisionRequest
 from . import wire
-from .app import GuardedRoute, RequestBudget, ServerSettings, settings_of
+from ._deps import GuardedRoute, RequestBudget, ServerSettings, error_responses, require_api_key, settings_of
 
 __all__ = ["router"]
 
 
-def require_api_key(request: Request) -> None:
-    expected = settings_of(request).api_key
-    if expected is None:
-        return
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), expected.encode()):
-        raise HTTPException(
-            status_code=401,
-            detail="a valid API key is required: Authorization: Bearer <key>",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-
-
-def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The OpenAPI entries of the error statuses a route can answer with."""
-    documented: dict[int, dict[str, Any]] = {
-        401: {"model": wire.HTTPErrorBody, "description": "An API key is required and was missing or wrong."},
-        404: {"model": wire.HTTPErrorBody, "description": "No such run, or the run log is off."},
-        413: {
-            "model": wire.ErrorBody,
-            "description": "The body is over the server's size limit, or the request over the model's "
-            "declared limits (LimitExceededError, whose message states the limit).",
-        },
-        422: {
-            "model": wire.ValidationErrorBody,
-            "description": "Bad input: not JSON, NaN or Infinity, a lone surrogate, a misshapen body or a "
-            "meaning the tool refuses; detail locates the field.",
-        },
-        502: {"model": wire.ErrorBody, "description": "The decision could not be had: the typed error."},
-        503: {"model": wire.ErrorBody, "description": "The server's own configuration cannot answer."},
-        504: {
-            "model": wire.ErrorBody,
-            "description": "The time budget ran out; the message says after how long and whose limit it was.",
-        },
-    }
-    return {status: documented[status] for status in statuses}
-
-
 #: What a tool or decision endpoint can answer besides 200.
-TOOL_ERRORS = _errors(401, 413, 422, 502, 503, 504)
+TOOL_ERRORS = error_responses(401, 413, 422, 502, 503, 504)
 
 router = APIRouter(route_class=GuardedRoute)
 api = APIRouter(route_class=GuardedRoute, dependencies=[Depends(require_api_key)])
@@ -111,10 +74,20 @@ def served_model(requested: str | None, settings: ServerSettings, *, unknown_is_
     return requested
 
 
-def _timeout(request: Request, requested: float | None, *, work: str | None = None) -> float:
-    """The request's budget, kept on the request so that a 504 can say what it was and whose it was."""
+def _timeout(
+    request: Request, requested: float | None, *, work: str | None = None, documents: int | None = None
+) -> float:
+    """The request's budget, kept on the request so that a 504 can say what it was and whose it was.
+
+    A rerank naming no budget gets the server's ``--timeout`` plus a share per document, as
+    :func:`~decirank.tools.rerank.default_budget` gives the Python call.
+    """
     if requested is not None:
         budget = RequestBudget(requested, 'the request\'s "timeout"', work)
+    elif documents is not None:
+        seconds = default_budget(documents, base=settings_of(request).timeout)
+        per_document = f"{PER_DOCUMENT_TIMEOUT * 1000:g} ms"
+        budget = RequestBudget(seconds, f"the server's --timeout plus {per_document} per document", work)
     else:
         budget = RequestBudget(settings_of(request).timeout, "the server's --timeout", work)
     request.state.budget = budget
@@ -152,7 +125,7 @@ def _cohere_document(document: str | dict[str, Any]) -> dict[str, Any]:
 
 
 async def _cohere_rerank(
-    body: wire.RerankRequest | wire.RerankV2Request, documents: list[Any], request: Request, *, unknown_is_default: bool
+    body: wire.RerankRequest | wire.RerankV2Request, documents: list[Any], request: Request
 ) -> RerankResult:
     """The rerank tool on a Cohere request's query and ``documents`` (ids are positions), under its options."""
     return await arerank(
@@ -160,16 +133,16 @@ async def _cohere_rerank(
         documents,
         top_k=body.top_n,
         min_relevance=body.min_relevance,
-        model=served_model(body.model, settings_of(request), unknown_is_default=unknown_is_default),
-        timeout=_timeout(request, body.timeout, work=_count(body.documents, "documents")),
+        model=served_model(body.model, settings_of(request), unknown_is_default=True),
+        timeout=_timeout(request, body.timeout, work=_count(body.documents, "documents"), documents=len(documents)),
     )
 
 
-def _cohere_meta(result: RerankResult, warnings: list[str]) -> dict[str, Any]:
+def _cohere_meta(result: RerankResult, warnings: list[str], *, api_version: str) -> dict[str, Any]:
     """Cohere's ``meta`` (API version, tokens, any warnings), plus the model that answered and decirank's usage."""
     usage = result.usage
     meta: dict[str, Any] = {
-        "api_version": {"version": "2"},
+        "api_version": {"version": api_version},
         "tokens": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
     }
     if warnings:
@@ -180,18 +153,44 @@ def _cohere_meta(result: RerankResult, warnings: list[str]) -> dict[str, Any]:
 _COHERE_ROUTE: dict[str, Any] = {"response_model_exclude_none": True, "responses": TOOL_ERRORS, "tags": ["tools"]}
 
 
+def _rank_text(document: dict[str, Any], fields: list[str], index: int) -> str:
+    """The text of an object document: one named field's value, or each named field as "field: value" lines."""
+    present = [field for field in fields if field in document]
+    if not present:
+        raise InvalidInputError(
+            f"documents.{index}",
+            f"an object with at least one of the rank_fields {fields}",
+            detail=f"it has the fields {sorted(document)}",
+        )
+
+    def text(value: Any) -> str:
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    if len(fields) == 1:
+        return text(document[present[0]])
+    return "\n".join(f"{field}: {text(document[field])}" for field in present)
+
+
 @api.post("/v1/rerank", response_model=wire.RerankResponse, **_COHERE_ROUTE)
 async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
-    """Score each document's relevance to the query; Cohere's request and response shapes."""
+    """Score each document's relevance to the query; Cohere's v1 shapes, for ``cohere.Client``.
+
+    A name this server does not run (``rerank-english-v3.0``) is answered by the server's model,
+    named in ``meta.model``, so code written for Cohere's v1 API works unchanged.
+    """
     # Ids are positions, so each result knows its index whatever ids the documents carry;
     # a document the tool cannot read goes to it as it is, for its error to name it.
-    documents = [
-        {"id": index, "text": doc if isinstance(doc, str) else doc["text"]}
-        if isinstance(doc, str) or isinstance(doc.get("text"), str)
-        else doc
-        for index, doc in enumerate(body.documents)
-    ]
-    result = await _cohere_rerank(body, documents, request, unknown_is_default=False)
+    documents: list[Any] = []
+    for index, doc in enumerate(body.documents):
+        if isinstance(doc, str):
+            documents.append({"id": index, "text": doc})
+        elif body.rank_fields is not None:
+            documents.append({"id": index, "text": _rank_text(doc, body.rank_fields, index)})
+        elif isinstance(doc.get("text"), str):
+            documents.append({"id": index, "text": doc["text"]})
+        else:
+            documents.append(doc)
+    result = await _cohere_rerank(body, documents, request)
     results = [
         {
             "index": entry.id,
@@ -200,7 +199,10 @@ async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
         }
         for entry in result.results
     ]
-    return {"id": result.run_id, "results": results, "meta": _cohere_meta(result, [])}
+    warnings = []
+    if body.max_chunks_per_doc is not None:
+        warnings.append("max_chunks_per_doc is not applied: each model reads a document up to its own context")
+    return {"id": result.run_id, "results": results, "meta": _cohere_meta(result, warnings, api_version="1")}
 
 
 @api.post("/v2/rerank", response_model=wire.RerankV2Response, **_COHERE_ROUTE)
@@ -211,7 +213,7 @@ async def rerank_v2(body: wire.RerankV2Request, request: Request) -> dict[str, A
     is answered by the server's model, named in ``meta.model``.
     """
     documents = [{"id": index, "text": document} for index, document in enumerate(body.documents)]
-    result = await _cohere_rerank(body, documents, request, unknown_is_default=True)
+    result = await _cohere_rerank(body, documents, request)
     warnings = []
     if body.max_tokens_per_doc is not None:
         warnings.append("max_tokens_per_doc is not applied: each model reads a document up to its own context")
@@ -220,7 +222,7 @@ async def rerank_v2(body: wire.RerankV2Request, request: Request) -> dict[str, A
     return {
         "id": result.run_id,
         "results": [{"index": entry.id, "relevance_score": entry.relevance_score} for entry in result.results],
-        "meta": _cohere_meta(result, warnings),
+        "meta": _cohere_meta(result, warnings, api_version="2"),
     }
 
 
@@ -315,7 +317,7 @@ async def decisions(body: wire.DecisionsRequest, request: Request) -> dict[str, 
 
 
 # The run log is read with blocking I/O, so these two run in FastAPI's thread pool (plain ``def``).
-@api.get("/v1/runs", response_model=wire.RunList, responses=_errors(401, 422), tags=["runs"])
+@api.get("/v1/runs", response_model=wire.RunList, responses=error_responses(401, 422), tags=["runs"])
 def runs(
     request: Request, limit: int = Query(20, ge=1, le=1000), tool: str | None = None, status: str | None = None
 ) -> dict[str, Any]:
@@ -327,7 +329,7 @@ def runs(
     return {"enabled": True, "runs": runlog.runs(limit=limit, tool=tool, status=status)}
 
 
-@api.get("/v1/runs/{run_id}", responses=_errors(401, 404, 422), tags=["runs"])
+@api.get("/v1/runs/{run_id}", responses=error_responses(401, 404, 422), tags=["runs"])
 def run(run_id: str) -> dict[str, Any]:
     """One run by id (or a unique prefix of it), with its model calls as ``children``."""
     runlog = current_runlog()

@@ -76,14 +76,29 @@ class RankResponse(BaseModel):
 
 
 class RerankRequest(Body):
-    """Cohere's rerank request, plus decirank's ``min_relevance`` and ``timeout``."""
+    """Cohere's v1 rerank request, for ``cohere.Client``, plus decirank's ``min_relevance`` and ``timeout``."""
 
     query: str
-    documents: list[str | dict[str, Any]] = Field(description='Strings, or objects with a "text" field.')
+    documents: list[str | dict[str, Any]] = Field(
+        description='Strings, or objects with a "text" field (or the fields rank_fields names).'
+    )
     top_n: int | None = Field(None, ge=0, description="Keep only the best n (0 or null keeps all).")
     return_documents: bool = Field(False, description="Include each document in its result.")
+    rank_fields: list[str] | None = Field(
+        None,
+        min_length=1,
+        description='The fields of object documents to read, each shown as "field: value" on its own line; '
+        'default ["text"].',
+    )
+    max_chunks_per_doc: int | None = Field(
+        None, ge=1, description="Accepted for Cohere clients; each model reads a document up to its own context."
+    )
     min_relevance: float | None = Field(None, ge=0, le=1, description="Drop documents scored below this.")
-    model: ModelName = None
+    model: str | None = Field(
+        None,
+        description="A role or a model this server runs; any other name (a Cohere model's, such as "
+        "rerank-english-v3.0) is answered by the server's model. Default: the server's model.",
+    )
     timeout: Timeout = None
 
 
@@ -378,4 +393,8 @@ class ValidationIssue(BaseModel):
 
 class ValidationErrorBody(BaseModel):
     detail: list[ValidationIssue]
-    error: ErrorInfo | None = Field(None, description="The tool's InvalidInputError, naming the field.")
+    error: ErrorInfo | None = Field(
+        None,
+        description="The first problem as an InvalidInputError naming the field, whose message SDKs show "
+        "(OpenAI's, Cohere's).",
+    )

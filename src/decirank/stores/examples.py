@@ -29,9 +29,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._jsonpath import JsonProblem, find_non_text, loads_json
+from .._jsonpath import JsonProblem, find_non_text, loads_json, to_text
 from .._paths import data_dir
 from ..errors import InvalidInputError, StoreError
+from ..types.questions import Example
 
 __all__ = ["ExampleSetInfo", "ExampleStore", "check_examples", "check_set_name", "default_root", "resolve_examples"]
 
@@ -54,20 +55,32 @@ def check_set_name(value: Any, field: str = "name") -> str:
     return value
 
 
+_EXPECTED = 'an object with "state" (or "item") and "answer"'
+
+
 def check_examples(value: Any, field: str = "examples") -> list[dict[str, Any]]:
     """``value`` as a list of ``{"state", "answer"}`` dicts; each problem names its place, e.g. ``examples.3.answer``.
 
-    An answer is ``true``/``false`` or a non-empty string (an option key); whether it fits a
-    question is checked when a question carries it.
+    An example may also be the filter tool's ``{"item", "answer"}`` (the item stored as the text
+    the filter shows it as: a string as it is, anything else as canonical JSON) or an
+    :class:`~decirank.types.questions.Example`. An answer is ``true``/``false`` or a non-empty
+    string (an option key); whether it fits a question is checked when a question carries it.
     """
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
         raise InvalidInputError(field, 'a list of {"state": ..., "answer": ...}', got=value)
     checked = []
     for index, example in enumerate(value):
         where = f"{field}.{index}"
-        if not isinstance(example, Mapping) or set(example) != {"state", "answer"}:
-            got = sorted(map(str, example)) if isinstance(example, Mapping) else example
-            raise InvalidInputError(where, 'an object with exactly "state" and "answer"', got=got)
+        if isinstance(example, Example):
+            example = example.to_dict()
+        if not isinstance(example, Mapping):
+            raise InvalidInputError(where, _EXPECTED, got=example)
+        keys = set(example)
+        if keys == {"item", "answer"}:
+            example = {"state": to_text(example["item"]), "answer": example["answer"]}
+        elif keys != {"state", "answer"}:
+            shown = ", ".join(repr(str(key)) for key in example) or "none"
+            raise InvalidInputError(where, _EXPECTED, detail=f"it has the keys {shown}")
         answer = example["answer"]
         if not (isinstance(answer, bool) or (isinstance(answer, str) and answer)):
             raise InvalidInputError(f"{where}.answer", "true, false or an option key", got=answer)

@@ -169,6 +169,8 @@ _UPSERT = (
     "ON CONFLICT (id) DO UPDATE SET "
     + ", ".join(f"{column} = COALESCE(excluded.{column}, runs.{column})" for column in _COLUMNS[1:])
 )
+# The upsert keeps what a write leaves out; a run opened again (a resumed batch) has no error yet.
+_CLEAR_ERROR = "UPDATE runs SET error_type = NULL, error = NULL WHERE id = ?"
 # Columns a listing shows; the request and answers stay in ``show``.
 _SUMMARY_COLUMNS = (
     "id, parent_id, kind, tool, role, model, provider, status, decision, attempt, cached, error_type, error, "
@@ -322,7 +324,10 @@ class RunLog:
     def start_run(
         self, run_id: str, *, tool: str, role: str | None, inputs: Any, started: float, parent_id: str | None = None
     ) -> None:
-        """Open a tool run; ``parent_id`` makes it a child, as a plan's steps are of the plan's run."""
+        """Open a tool run; ``parent_id`` makes it a child, as a plan's steps are of the plan's run.
+
+        A run opened again (a batch resumed after it was interrupted) loses the error it was closed with.
+        """
         self._write(
             run_id,
             id=run_id,
@@ -335,6 +340,7 @@ class RunLog:
             started_at=timestamp(started),
             writer=_WRITER.token,
         )
+        self._writer.submit(_CLEAR_ERROR, (run_id,), key=run_id)
 
     def finish_run(
         self,

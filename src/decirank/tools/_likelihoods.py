@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..decisions.toolcall import ToolCall
+from ..decisions.toolcall import ToolCall, gather
+from ..types.answers import DecisionResponse
 from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
 from ._checks import check_count
 
@@ -47,11 +48,29 @@ def likelihood_requests(
 
 
 async def ask_likelihoods(
-    call: ToolCall, state: Any, texts: Sequence[str], per_call: int, examples: Sequence[Example] = ()
+    call: ToolCall,
+    state: Any,
+    texts: Sequence[str],
+    per_call: int,
+    examples: Sequence[Example] = (),
+    *,
+    on_answered: Callable[[int], None] | None = None,
 ) -> list[float]:
-    """The probability of each text, in order, each question carrying ``examples``; any failed call fails them all."""
+    """The probability of each text, in order, each question carrying ``examples``; any failed call fails them all.
+
+    ``on_answered`` hears how many questions each call answered, as it finishes (a progress bar).
+    """
     requests = likelihood_requests(state, texts, per_call, examples)
-    responses = await call.ask_all(requests)
+    if on_answered is None:
+        responses = await call.ask_all(requests)
+    else:
+
+        async def asked(request: DecisionRequest) -> DecisionResponse:
+            response = await call.ask(request)
+            on_answered(len(request.questions))
+            return response
+
+        responses = await gather([lambda request=request: asked(request) for request in requests])
     # Every question has a checked answer (check_response), so every slot gets filled.
     probabilities: dict[int, float] = {}
     for request, response in zip(requests, responses, strict=True):

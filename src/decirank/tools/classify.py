@@ -3,8 +3,10 @@
 Each text is the state of its own :class:`~decirank.types.questions.ChoiceQuestion`
 (``question`` over ``options``), so a text's answer never depends on the other
 texts of the call. ``options`` is a list of labels (each its own description)
-or a mapping of key to description; ``none`` adds a "none of these" option
-(key ``none``). ``examples`` are labelled texts whose answer is an option key.
+or a mapping of key to description; ``none`` adds a "none of these" option,
+asked under the key ``none`` and reported as the text the caller gave, so a
+caller who passed ``none="none of these"`` finds ``choice == "none of these"``.
+``examples`` are labelled texts whose answer is an option key (or that text).
 
 A failed call, or an answer missing or outside [0, 1], fails the whole call:
 no choice is ever invented. :mod:`decirank.batching` runs it over large files,
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._jsonpath import to_text
-from .._sync import run_sync
+from .._sync import run_sync, sync_twin
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
@@ -46,11 +48,11 @@ _OPTIONS_EXPECTED = f"a list of {MIN_OPTIONS} to {MAX_OPTIONS} labels, or an obj
 class ClassifyDecision:
     #: The text's position in the input.
     index: int
-    #: The chosen option's key (``none`` when "none of these" won).
+    #: The chosen option's key, or the caller's ``none`` text when "none of these" won.
     choice: str
     #: The chosen option's probability.
     probability: float
-    #: Every option's probability, by key.
+    #: Every option's probability, by key (the ``none`` text for "none of these").
     probabilities: dict[str, float]
 
     def to_dict(self) -> dict[str, Any]:
@@ -142,8 +144,15 @@ async def aclassify(
     """
     texts = check_encodable([to_text(text) for text in check_items(texts, "texts")], "texts")
     question = check_instructions(question, "question")
-    options = check_options(options, check_optional_text(none, "none"))
-    examples = choice_examples(examples, options)
+    none = check_optional_text(none, "none")
+    options = check_options(options, none)
+    if none is not None and none in options and none != NONE_KEY:
+        raise InvalidInputError("none", "a text that is not one of the options", got=none)
+    reported = {key: none if key == NONE_KEY and none is not None else key for key in options}
+    examples = tuple(
+        Example(example.state, NONE_KEY) if none is not None and example.answer == none else example
+        for example in choice_examples(examples, {**options, **({none: none} if none is not None else {})})
+    )
     inputs = {"texts": texts, "question": question, "options": options}
     if examples:
         inputs["examples"] = [example.to_dict() for example in examples]
@@ -154,13 +163,14 @@ async def aclassify(
         decisions = []
         for index, response in enumerate(responses):
             answer = response.answers[QUESTION_ID]
-            probabilities = {key: float(answer.probabilities[key]) for key in options}
-            choice = answer.choice
+            probabilities = {reported[key]: float(answer.probabilities[key]) for key in options}
+            choice = reported[answer.choice]
             decisions.append(ClassifyDecision(index, choice, probabilities[choice], probabilities))
         call.record_outputs({"decisions": [{"choice": d.choice, "probability": d.probability} for d in decisions]})
         return ClassifyResult(decisions, call.answered_by, call.usage, call.run_id)
 
 
+@sync_twin(aclassify)
 def classify(
     texts: Sequence[Any],
     question: str,
@@ -172,7 +182,7 @@ def classify(
     timeout: float | None = None,
     base_url: str | None = None,
 ) -> ClassifyResult:
-    """The sync twin of :func:`aclassify`."""
+    """Sync twin of :func:`aclassify`, which takes the same arguments; use that one in async code."""
     return run_sync(
         aclassify,
         texts,

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._sync import run_sync
+from .._progress import progress_bar
+from .._sync import run_sync, sync_twin
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
@@ -77,14 +78,21 @@ class FilterResult:
     def dropped(self) -> list[Any]:
         return [decision.item for decision in self.decisions if not decision.kept]
 
+    @property
+    def count(self) -> int:
+        """How many items were kept."""
+        return sum(decision.kept for decision in self.decisions)
+
+    @property
+    def dropped_count(self) -> int:
+        return len(self.decisions) - self.count
+
     def to_dict(self) -> dict[str, Any]:
-        kept = self.items
-        dropped = self.dropped
         return {
-            "items": kept,
-            "count": len(kept),
-            "dropped": dropped,
-            "dropped_count": len(dropped),
+            "items": self.items,
+            "count": self.count,
+            "dropped": self.dropped,
+            "dropped_count": self.dropped_count,
             "decisions": [decision.to_dict() for decision in self.decisions],
             "min_confidence": self.min_confidence,
             "model": self.model,
@@ -132,13 +140,15 @@ async def afilter(
     max_items_per_call: int | None = None,
     base_url: str | None = None,
     examples: Sequence[Any] | str | None = None,
+    show_progress: bool = False,
 ) -> FilterResult:
     """Keep the items for which ``question`` is likely true, given ``state``.
 
     ``describe`` is a dot path into each item to show (the whole item otherwise).
     ``examples`` are labelled items the model may learn from: a list of
     ``{"item": ..., "answer": bool}`` or ``{"state": <item text>, "answer": bool}``,
-    or the name of a stored example set.
+    or the name of a stored example set. ``show_progress`` draws a bar on stderr, when it is
+    a terminal, as the model calls finish.
     """
     items = check_items(items)
     question = check_instructions(question, "question")
@@ -160,7 +170,10 @@ async def afilter(
     ) as call:
         per_call = questions_per_call(call, requested_per_call)
         questions = [item_question(question, text) for text in texts]
-        probabilities = await ask_likelihoods(call, state, questions, per_call, examples) if items else []
+        with progress_bar("filter", len(questions), enabled=show_progress and bool(items)) as advance:
+            probabilities = (
+                await ask_likelihoods(call, state, questions, per_call, examples, on_answered=advance) if items else []
+            )
         decisions = [
             FilterDecision(item, index, probability, probability >= threshold)
             for index, (item, probability) in enumerate(zip(items, probabilities, strict=True))
@@ -169,6 +182,7 @@ async def afilter(
         return FilterResult(decisions, threshold, call.answered_by, call.usage, call.run_id)
 
 
+@sync_twin(afilter)
 def filter(  # shadows the builtin on purpose: it is the tool's name, and the builtin is unused here
     items: Sequence[Any],
     question: str,
@@ -181,8 +195,9 @@ def filter(  # shadows the builtin on purpose: it is the tool's name, and the bu
     max_items_per_call: int | None = None,
     base_url: str | None = None,
     examples: Sequence[Any] | str | None = None,
+    show_progress: bool = False,
 ) -> FilterResult:
-    """The sync twin of :func:`afilter`."""
+    """Sync twin of :func:`afilter`, which takes the same arguments; use that one in async code."""
     return run_sync(
         afilter,
         items,
@@ -195,4 +210,5 @@ def filter(  # shadows the builtin on purpose: it is the tool's name, and the bu
         max_items_per_call=max_items_per_call,
         base_url=base_url,
         examples=examples,
+        show_progress=show_progress,
     )

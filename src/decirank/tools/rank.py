@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._jsonpath import MISSING, digest, resolve_dot_path, to_text
-from .._sync import run_sync
+from .._sync import run_sync, sync_twin
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, LimitExceededError
@@ -54,6 +54,10 @@ class RankResult:
     @property
     def items(self) -> list[Any]:
         return [entry.item for entry in self.ranked]
+
+    def top_k(self, k: int) -> list[RankedItem]:
+        """The best ``k`` entries of :attr:`ranked`, best first (fewer when there are fewer)."""
+        return self.ranked[: check_top_k(k, allow_zero=False, field="k")]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -267,6 +271,7 @@ async def arank(
     return result
 
 
+@sync_twin(arank)
 def rank(
     items: Sequence[Any],
     instructions: str,
@@ -279,7 +284,7 @@ def rank(
     timeout: float | None = None,
     base_url: str | None = None,
 ) -> RankResult:
-    """The sync twin of :func:`arank`."""
+    """Sync twin of :func:`arank`, which takes the same arguments; use that one in async code."""
     return run_sync(
         arank,
         items,

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from .._sync import run_sync
+from .._progress import progress_bar
+from .._sync import run_sync, sync_twin
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
@@ -20,10 +21,39 @@ from ..types.answers import Usage
 from ._checks import check_instructions, check_items, check_probability_threshold, check_top_k
 from ._likelihoods import ask_likelihoods, check_per_call, questions_per_call
 
-__all__ = ["DEFAULT_TIMEOUT", "QUESTION_PREFIX", "RerankResult", "RerankedDocument", "arerank", "rerank"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "PER_DOCUMENT_TIMEOUT",
+    "QUESTION_PREFIX",
+    "AutoTimeout",
+    "RerankResult",
+    "RerankedDocument",
+    "arerank",
+    "default_budget",
+    "rerank",
+]
 
 QUESTION_PREFIX = "This note bears on the request: "
+#: The default budget's fixed part, in seconds, and what each document adds to it.
 DEFAULT_TIMEOUT = 15.0
+PER_DOCUMENT_TIMEOUT = 0.02
+
+#: ``timeout="auto"``: a budget that grows with the number of documents.
+AutoTimeout = Literal["auto"]
+
+
+def default_budget(documents: int, base: float = DEFAULT_TIMEOUT) -> float:
+    """Seconds for a rerank of ``documents`` documents when the caller sets none: ``base`` plus 20 ms each.
+
+    A fixed budget fits a hundred documents and not five thousand; 20 ms a document is
+    about ten times what the local model takes on one loaded core.
+    """
+    return base + PER_DOCUMENT_TIMEOUT * documents
+
+
+def resolve_timeout(timeout: float | AutoTimeout | None, documents: int) -> float | None:
+    """The budget a rerank runs under: ``timeout`` itself, or :func:`default_budget` for ``"auto"``."""
+    return default_budget(documents) if timeout == "auto" else timeout
 
 
 @dataclass(frozen=True)
@@ -46,6 +76,10 @@ class RerankResult:
     model: str = ""
     usage: Usage = field(default_factory=Usage)
     run_id: str | None = None
+
+    def top_k(self, k: int) -> list[RerankedDocument]:
+        """The best ``k`` results, most relevant first (fewer when there are fewer)."""
+        return self.results[: check_top_k(k, allow_zero=False, field="k")]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,15 +134,18 @@ async def arerank(
     top_k: int | None = None,
     min_relevance: float | None = None,
     model: str = DEFAULT_ROLE,
-    timeout: float | None = DEFAULT_TIMEOUT,
+    timeout: float | AutoTimeout | None = "auto",
     max_documents_per_call: int | None = None,
     base_url: str | None = None,
+    show_progress: bool = False,
 ) -> RerankResult:
     """Score each document's relevance to ``query`` and sort by it.
 
     ``top_k`` keeps the best k (0 or None keeps all); ``min_relevance`` drops
     documents scored below it (0.1 is a good start: likelihoods of decision
-    models are not calibrated). All calls share the one ``timeout`` budget.
+    models are not calibrated). All calls share the one ``timeout`` budget:
+    by default (``"auto"``) 15 s plus 20 ms per document; ``None`` sets no limit.
+    ``show_progress`` draws a bar on stderr, when it is a terminal, as the model calls finish.
     """
     query = check_instructions(query, "query")
     checked = check_documents(documents)
@@ -117,16 +154,22 @@ async def arerank(
     requested_per_call = check_per_call(max_documents_per_call, "max_documents_per_call")
     inputs = {"query": query, "documents": documents, "top_k": top_k, "min_relevance": min_relevance}
     async with ToolCall(
-        "rerank", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
+        "rerank",
+        model=model,
+        timeout=resolve_timeout(timeout, len(checked)),
+        backend_options={"base_url": base_url},
+        inputs=inputs,
     ) as call:
         per_call = questions_per_call(call, requested_per_call)
         texts = [QUESTION_PREFIX + document.text for document in checked]
-        scores = await ask_likelihoods(call, query, texts, per_call) if checked else []
+        with progress_bar("rerank", len(texts), enabled=show_progress and bool(checked)) as advance:
+            scores = await ask_likelihoods(call, query, texts, per_call, on_answered=advance) if checked else []
         results = order_results(checked, scores, top_k=top_k, min_relevance=min_relevance)
         call.record_outputs({"results": [result.to_dict() for result in results]})
         return RerankResult(results, call.answered_by, call.usage, call.run_id)
 
 
+@sync_twin(arerank)
 def rerank(
     query: str,
     documents: Sequence[Any],
@@ -134,11 +177,12 @@ def rerank(
     top_k: int | None = None,
     min_relevance: float | None = None,
     model: str = DEFAULT_ROLE,
-    timeout: float | None = DEFAULT_TIMEOUT,
+    timeout: float | AutoTimeout | None = "auto",
     max_documents_per_call: int | None = None,
     base_url: str | None = None,
+    show_progress: bool = False,
 ) -> RerankResult:
-    """The sync twin of :func:`arerank`."""
+    """Sync twin of :func:`arerank`, which takes the same arguments; use that one in async code."""
     return run_sync(
         arerank,
         query,
@@ -149,4 +193,5 @@ def rerank(
         timeout=timeout,
         max_documents_per_call=max_documents_per_call,
         base_url=base_url,
+        show_progress=show_progress,
     )

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._jsonpath import to_text
-from .._sync import run_sync
+from .._sync import run_sync, sync_twin
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..types.answers import Usage
@@ -85,6 +85,7 @@ async def ascore(
         return ScoreResult(probabilities, call.answered_by, call.usage, call.run_id)
 
 
+@sync_twin(ascore)
 def score(
     texts: Sequence[Any],
     question: str,
@@ -96,7 +97,7 @@ def score(
     timeout: float | None = None,
     base_url: str | None = None,
 ) -> ScoreResult:
-    """The sync twin of :func:`ascore`."""
+    """Sync twin of :func:`ascore`, which takes the same arguments; use that one in async code."""
     return run_sync(
         ascore,
         texts,

@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from .._sync import run_sync
+from .._sync import run_sync, sync_twin
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall, check_timeout, gather
 from ..errors import InvalidInputError
@@ -293,6 +293,7 @@ async def ascore_list(
     return ScoreListResult(run_id, evaluator, kept or 0, ranked, answered_by, usage)
 
 
+@sync_twin(ascore_list)
 def score_list(
     refs: Any,
     evaluator: str,
@@ -307,7 +308,7 @@ def score_list(
     on_progress: Callable[[], None] | None = None,
     allow_exec: bool = True,
 ) -> ScoreListResult:
-    """The sync twin of :func:`ascore_list`."""
+    """Sync twin of :func:`ascore_list`, which takes the same arguments; use that one in async code."""
     return run_sync(
         ascore_list,
         refs,
