@@ -8,11 +8,14 @@ missing file, bad JSON, an unknown model); it never shows a traceback.
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import typer
 from typer.main import get_command
 
+from ..decisions.failover import FailoverWarning
 from ..errors import DecirankError
 from ._app import app
 from ._output import error_console
@@ -39,7 +42,24 @@ def _print_error(message: str) -> None:
     error_console.print(f"error: {line}", highlight=False, soft_wrap=True)
 
 
+def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """A failover (a model skipped or failed, the next one asked) as one ``warning:`` line on stderr."""
+    if issubclass(category, FailoverWarning):
+        error_console.print(f"warning: {message}", highlight=False, soft_wrap=True)
+    else:
+        _default_show_warning(message, category, *args, **kwargs)
+
+
+_default_show_warning = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     command = get_command(app)
     try:
         code = command.main(args=list(argv) if argv is not None else None, prog_name="decirank", standalone_mode=False)

@@ -1,7 +1,7 @@
 """The endpoints: each turns its body into a tool call or a decision, and the result into its shape.
 
 No endpoint holds decision logic: ``/v1/rank``, ``/v1/rerank``,
-``/v1/filter`` and ``/v1/score_list`` call the async tools, and ``/v1/systemone`` and
+``/v1/filter``, ``/v1/classify``, ``/v1/score`` and ``/v1/score_list`` call the async tools, and ``/v1/systemone`` and
 ``/v1/decisions`` ask one decision through a :class:`ToolCall` (one budget,
 one run), reading and writing their wire formats with the backends' codecs.
 
@@ -31,9 +31,11 @@ from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, UnknownModelError
 from ..stores.examples import resolve_examples
 from ..stores.runlog import current_runlog
+from ..tools.classify import aclassify
 from ..tools.filter import afilter
 from ..tools.rank import arank
 from ..tools.rerank import RerankResult, arerank
+from ..tools.score import ascore
 from ..tools.score_list import ascore_list
 from ..types.answers import DecisionResponse
 from ..types.questions import DecisionRequest
@@ -238,6 +240,38 @@ async def filter_items(body: wire.FilterRequest, request: Request) -> dict[str, 
         model=served_model(body.model, settings),
         timeout=_timeout(request, body.timeout, work=_count(body.items, "items")),
         examples=body.examples,
+    )
+    return result.to_dict()
+
+
+@api.post("/v1/classify", response_model=wire.ClassifyResponse, responses=TOOL_ERRORS, tags=["tools"])
+async def classify(body: wire.ClassifyRequest, request: Request) -> dict[str, Any]:
+    """Pick, for each text, the option a question asks for (one choice question per text)."""
+    settings = settings_of(request)
+    result = await aclassify(
+        body.texts,
+        body.question,
+        body.options,
+        none=body.none,
+        examples=body.examples,
+        model=served_model(body.model, settings),
+        timeout=_timeout(request, body.timeout, work=_count(body.texts, "texts")),
+    )
+    return result.to_dict()
+
+
+@api.post("/v1/score", response_model=wire.ScoreResponse, responses=TOOL_ERRORS, tags=["tools"])
+async def score(body: wire.ScoreRequest, request: Request) -> dict[str, Any]:
+    """The probability that a yes/no question is true of each text (one likelihood question per text)."""
+    settings = settings_of(request)
+    result = await ascore(
+        body.texts,
+        body.question,
+        true=body.true,
+        false=body.false,
+        examples=body.examples,
+        model=served_model(body.model, settings),
+        timeout=_timeout(request, body.timeout, work=_count(body.texts, "texts")),
     )
     return result.to_dict()
 
