@@ -20,7 +20,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 
 from .. import __version__
 from ..backends import openai as decisions_wire
@@ -292,10 +292,21 @@ async def score_list(body: wire.ScoreListRequest, request: Request) -> dict[str,
     return result.to_dict()
 
 
-async def _decide(tool: str, model: str, decision: DecisionRequest, request: Request) -> DecisionResponse:
+#: Headers of a decision's answer: its run in the run log, and the model calls it took, as a tool's
+#: usage.calls counts them; the System One and Decisions bodies have no field for either.
+RUN_ID_HEADER = "x-decirank-run-id"
+CALLS_HEADER = "x-decirank-calls"
+
+
+async def _decide(
+    tool: str, model: str, decision: DecisionRequest, request: Request, response: Response
+) -> DecisionResponse:
     timeout = _timeout(request, None, work=f"{len(decision.questions)} questions")
     async with ToolCall(tool, model=model, timeout=timeout) as call:
-        return await call.ask(decision)
+        answered = await call.ask(decision)
+    response.headers[RUN_ID_HEADER] = call.run_id
+    response.headers[CALLS_HEADER] = str(call.usage.calls)
+    return answered
 
 
 def _systemone_question(qid: str, question: Any) -> Any:
@@ -307,21 +318,21 @@ def _systemone_question(qid: str, question: Any) -> Any:
 
 
 @api.post("/v1/systemone", response_model=wire.SystemOneResponse, responses=TOOL_ERRORS, tags=["decisions"])
-async def systemone(body: wire.SystemOneRequest, request: Request) -> dict[str, Any]:
+async def systemone(body: wire.SystemOneRequest, request: Request, response: Response) -> dict[str, Any]:
     """Answer typed questions about a state in the System One format."""
     settings = settings_of(request)
     questions = {qid: _systemone_question(qid, question) for qid, question in body.questions.items()}
     model = served_model(body.model, settings, unknown_is_default=True)
-    response = await _decide("systemone", model, DecisionRequest(body.state, questions), request)
+    answered = await _decide("systemone", model, DecisionRequest(body.state, questions), request, response)
     return {
-        "model": response.model,
-        "answers": {qid: systemone_wire.encode_answer(response.answers[qid], q) for qid, q in questions.items()},
-        "usage": systemone_wire.encode_usage(response.usage),
+        "model": answered.model,
+        "answers": {qid: systemone_wire.encode_answer(answered.answers[qid], q) for qid, q in questions.items()},
+        "usage": systemone_wire.encode_usage(answered.usage),
     }
 
 
 @api.post("/v1/decisions", response_model=wire.DecisionsResponse, responses=TOOL_ERRORS, tags=["decisions"])
-async def decisions(body: wire.DecisionsRequest, request: Request) -> dict[str, Any]:
+async def decisions(body: wire.DecisionsRequest, request: Request, response: Response) -> dict[str, Any]:
     """Answer typed questions about an input in OpenAI's Decisions shape; answers in question order."""
     settings = settings_of(request)
     names = [question.name for question in body.questions]
@@ -337,14 +348,14 @@ async def decisions(body: wire.DecisionsRequest, request: Request) -> dict[str, 
         body.input if isinstance(body.input, str) else [m.model_dump(exclude_none=True) for m in body.input]
     )
     model = served_model(body.model, settings, unknown_is_default=True)
-    response = await _decide("decisions", model, DecisionRequest(state, questions), request)
+    answered = await _decide("decisions", model, DecisionRequest(state, questions), request, response)
     return {
-        "model": response.model,
+        "model": answered.model,
         "answers": [
-            decisions_wire.encode_answer(response.answers[qid], questions[qid], name)
+            decisions_wire.encode_answer(answered.answers[qid], questions[qid], name)
             for qid, name in zip(ids, names, strict=True)
         ],
-        "usage": decisions_wire.encode_usage(response.usage),
+        "usage": decisions_wire.encode_usage(answered.usage),
     }
 
 
