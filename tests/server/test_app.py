@@ -145,6 +145,18 @@ def test_systemone_answers_any_client_with_the_models_it_runs(client, model):
     assert set(data["usage"]) >= {"input_tokens", "output_tokens"}
 
 
+def test_a_decision_names_its_run_and_calls_in_headers(client):
+    """/v1/systemone and /v1/decisions keep their wire bodies and name their run and model calls in headers."""
+    body = {"state": "my dog has fleas", "questions": {"fleas": SYSTEMONE_QUESTIONS["fleas"]}}
+    answered = client.post("/v1/systemone", json=body)
+    run = client.get(f"/v1/runs/{answered.headers['x-decirank-run-id']}").json()
+    assert run["tool"] == "systemone" and answered.headers["x-decirank-calls"] == "1" == str(run["calls"])
+    decided = client.post(
+        "/v1/decisions", json={"model": "m", "input": "x", "questions": [{"type": "predicate", "instructions": "y"}]}
+    )
+    assert client.get(f"/v1/runs/{decided.headers['x-decirank-run-id']}").json()["tool"] == "decisions"
+
+
 def test_decisions_answer_in_question_order_with_names_as_given(client):
     """/v1/decisions answers in question order, each with the name it was asked with (or none)."""
     body = {

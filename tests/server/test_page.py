@@ -21,7 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+import decirank
 from decirank.backends import providers
+from decirank.stores.artifacts import ArtifactStore
 from decirank.server import create_app
 from tests.loopback import ThreadedServer, free_port, subprocess_server
 
@@ -124,6 +126,30 @@ def test_runlog_runs_counts_items_and_filters_by_tool_model_and_status(keyed):
     assert client.get("/v1/runlog/runs", params={"status": "failed"}).json()["runs"] == []
     assert client.get("/v1/runlog/runs", params={"status": "bogus"}).status_code == 422
     assert client.get("/v1/runlog/runs", params={"limit": 0}).status_code == 422
+
+
+def test_example_artifacts_are_stored_once_and_never_replace_an_artifact(keyed):
+    """POST /v1/example-artifacts wants the key, stores its fixed texts where the refs are free, and names them."""
+    url, client = keyed
+    assert httpx.post(url + "/v1/example-artifacts").status_code == 401
+    ArtifactStore().put("example-run/valid-json", "mine")
+    named = client.post("/v1/example-artifacts").json()
+    assert named == {"refs": ["example-run/valid-json", "example-run/broken-json"], "evaluator": "validate:json"}
+    assert ArtifactStore().get("example-run/valid-json") == "mine"
+    assert ArtifactStore().get("example-run/broken-json").startswith('{"name"')
+    scored = client.post("/v1/score_list", json={"refs": named["refs"], "evaluator": named["evaluator"]}).json()
+    assert {entry["verdict"] for entry in scored["ranked"]} == {"INVALID"}  # "mine" is not JSON either
+
+
+def test_runlog_runs_counts_a_batchs_rows_and_the_texts_of_classify_and_score(keyed, tmp_path):
+    """A batch run counts its input's rows, classify and score runs their texts."""
+    _, client = keyed
+    client.post("/v1/score", json={"texts": ["a", "b", "c"], "question": "Is it?"})
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"text": f"row {i}"}) + "\n" for i in range(4)))
+    decirank.batch("score", str(rows), str(tmp_path / "out.jsonl"), question="Is it?", model="lexical", workers=0)
+    counts = [(run["tool"], run["items"]) for run in client.get("/v1/runlog/runs").json()["runs"]]
+    assert ("batch", 4) in counts and ("score", 3) in counts
 
 
 def test_runlog_series_gives_latency_percentiles_and_cost_per_model(keyed):
