@@ -23,8 +23,8 @@ import pytest
 
 import decirank
 from decirank.backends import providers
-from decirank.stores.artifacts import ArtifactStore
 from decirank.server import create_app
+from decirank.stores.artifacts import ArtifactStore
 from tests.loopback import ThreadedServer, free_port, subprocess_server
 
 KEY = "page-test-key"
