@@ -467,7 +467,7 @@ def test_classify_and_score_tabs_take_their_options_and_show_a_bar_per_text(page
     """classify (options, none, stored examples) and score (true/false) run from the playground, a bar per
     text in input order, and each gives the Python snippet of its own tool."""
     url, home = served
-    env = {**os.environ, "DECIRANK_HOME": str(home)}
+    env = {**os.environ, "DECIRANK_HOME": str(home), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     examples = home / "examples.jsonl"
     examples.write_text(
         '{"state": "where is my order", "answer": "delivery"}\n{"state": "give me a refund", "answer": "refund"}\n'
@@ -491,6 +491,11 @@ def test_classify_and_score_tabs_take_their_options_and_show_a_bar_per_text(page
     assert choices[0] == "delivery" and set(choices) <= {"refund", "delivery", "cancel", "none"}
     page.click("#copy-code")
     assert "decirank.classify(" in page.text_content("#code") and '"orders"' in page.text_content("#code")
+    page.click("#code-tabs [data-lang=cli]")
+    cli = subprocess.run(["bash", "-c", page.text_content("#code")], env=env, capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    assert [decision["choice"] for decision in json.loads(cli.stdout)["decisions"]] == choices
+    page.click("#code-tabs [data-lang=python]")
     page.click("#code-close")
 
     page.click("#tool-tabs [data-tool=score]")
