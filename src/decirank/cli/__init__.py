@@ -7,9 +7,10 @@ missing file, bad JSON, an unknown model); it never shows a traceback.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import typer
@@ -42,6 +43,9 @@ def _print_error(message: str) -> None:
     error_console.print(f"error: {line}", highlight=False, soft_wrap=True)
 
 
+_default_show_warning = warnings.showwarning
+
+
 def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
     """A failover (a model skipped or failed, the next one asked) as one ``warning:`` line on stderr."""
     if issubclass(category, FailoverWarning):
@@ -50,16 +54,20 @@ def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: A
         _default_show_warning(message, category, *args, **kwargs)
 
 
-_default_show_warning = warnings.showwarning
+def _failover_warnings_on_stderr(command: Callable[..., int]) -> Callable[..., int]:
+    """``command`` run with failover warnings shown as ``warning:`` lines, and Python's way restored after."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> int:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return command(*args, **kwargs)
+
+    return run
 
 
+@_failover_warnings_on_stderr
 def main(argv: Sequence[str] | None = None) -> int:
-    with warnings.catch_warnings():
-        warnings.showwarning = _show_warning
-        return _main(argv)
-
-
-def _main(argv: Sequence[str] | None) -> int:
     command = get_command(app)
     try:
         code = command.main(args=list(argv) if argv is not None else None, prog_name="decirank", standalone_mode=False)
