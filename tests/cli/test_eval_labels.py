@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -89,3 +90,28 @@ def test_a_failed_model_call_is_one_line_and_no_report(intents, capsys):
     assert code == 2 and captured.out == ""
     assert f"{model} failed on line" in captured.err and "upstream fell over" in captured.err
     assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_a_model_without_its_key_is_reported_and_the_others_measured(intents):
+    """-m lexical -m typesafe:jev-latest with no TYPESAFE_API_KEY: lexical is measured, typesafe reported."""
+    env = {key: value for key, value in os.environ.items() if key != "TYPESAFE_API_KEY"}
+    done = decirank("eval", "labels", intents, "-m", "lexical", "-m", "typesafe:jev-latest", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert [score["model"] for score in data["models"]] == ["lexical"] and data["models"][0]["rows"] == 40
+    (failed,) = data["failed"]
+    assert failed["model"] == "typesafe:jev-latest" and failed["error"]["type"] == "MissingKeyError"
+    assert "warning: typesafe:jev-latest not measured" in done.stderr and "TYPESAFE_API_KEY" in done.stderr
+    table = decirank("eval", "labels", intents, "-m", "lexical", "-m", "typesafe:jev-latest", env=env)
+    assert table.returncode == 0 and "typesafe:jev-latest: not measured" in table.stdout
+
+
+def test_a_model_whose_calls_fail_is_reported_and_the_others_measured(intents, capsys):
+    """A model that fails mid-run is reported with its error; the model beside it is still measured."""
+    with use_backend(ScriptedBackend(error=ServerError("upstream fell over", status=503))) as model:
+        code = main(["eval", "labels", intents, "-m", model, "-m", "lexical", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    data = json.loads(captured.out)
+    assert [score["model"] for score in data["models"]] == ["lexical"]
+    assert data["failed"][0]["model"] == model and "upstream fell over" in data["failed"][0]["error"]["message"]

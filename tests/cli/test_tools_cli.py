@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -120,3 +121,90 @@ def test_an_items_file_that_is_not_utf8_is_one_line_naming_items(tmp_path):
     done = decirank("rank", str(path), "-i", "Which?", "-s", "{}", "--model", "lexical")
     assert done.returncode == 2
     assert done.stderr.strip() == "error: items: expected UTF-8 text (byte 0 is not UTF-8)"
+
+
+def test_rank_and_filter_need_no_state(items_file):
+    """--state is optional for rank and filter, as it is for decirank batch."""
+    done = decirank("rank", str(items_file), "-i", "Which is about fleas?", "-d", "title", "-m", "lexical", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["items"][0]["title"] == "fleas and their life cycle"
+    done = decirank("filter", str(items_file), "-q", "Is this about fleas?", "-d", "title", "-m", "local", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [item["title"] for item in json.loads(done.stdout)["items"]] == ["fleas and their life cycle"]
+
+
+def test_classify_takes_options_none_and_examples_and_prints_a_table(tmp_path):
+    """decirank classify: --options as a,b or JSON, --none, --examples; a row per text with its choice."""
+    texts = tmp_path / "texts.json"
+    texts.write_text(json.dumps(["my dog has fleas", "bake bread at home", "the stock market fell"]))
+    examples = tmp_path / "examples.jsonl"
+    examples.write_text(json.dumps({"state": "cats get fleas", "answer": "pets"}) + "\n")
+    done = decirank(
+        "classify", str(texts), "-q", "Which topic?", "--options", "pets,food", "--none", "money and markets",
+        "--examples", str(examples), "-m", "local", "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    choices = [d["choice"] for d in data["decisions"]]
+    assert choices[0] == "pets" and choices[2] == "none" and set(choices) <= {"pets", "food", "none"}
+    assert set(data["decisions"][0]["probabilities"]) == {"pets", "food", "none"}
+    done = decirank(
+        "classify", "-", "-q", "Which topic?", "--options", '{"pets": "animals", "food": "cooking"}', "-m",
+        "lexical", input=json.dumps(["my dog has fleas"]),
+    )
+    assert done.returncode == 0, done.stderr
+    assert any("pets" in line and "my dog has fleas" in line for line in done.stdout.splitlines())
+    assert "lexical:bm25" in done.stdout
+
+
+def test_score_takes_true_false_and_stored_examples(tmp_path):
+    """decirank score: a probability per text, with --true/--false and a stored example set."""
+    examples = tmp_path / "reviews.jsonl"
+    examples.write_text(
+        "\n".join(json.dumps(e) for e in [
+            {"state": "a warm, funny film", "answer": True}, {"state": "a dull mess", "answer": False},
+        ])
+    )
+    assert decirank("examples", "add", "reviews", str(examples)).returncode == 0
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('"a wonderful film, I loved it"\n"my parcel has not arrived"\n')
+    done = decirank(
+        "score", str(texts), "-q", "Is this a positive film review?", "--true", "a positive film review",
+        "--false", "anything else", "--examples", "reviews", "-m", "local", "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    first, second = json.loads(done.stdout)["probabilities"]
+    assert first > second
+    done = decirank("score", str(texts), "-q", "Is this a positive film review?", "-m", "local")
+    assert done.returncode == 0, done.stderr
+    assert any("my parcel has not arrived" in line for line in done.stdout.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["classify", "TEXTS", "-q", "Which?", "--options", "only", "-m", "lexical"], "options"),
+        (["classify", "TEXTS", "-q", "Which?", "-m", "lexical"], "Missing option '--options'"),
+        (["score", "TEXTS", "-q", " ", "-m", "lexical"], "question"),
+        (["score", "TEXTS", "-q", "Is it?", "--examples", "no-such-set", "-m", "lexical"], "--examples"),
+    ],
+)
+def test_classify_and_score_refuse_bad_input_in_one_line(tmp_path, args, message):
+    """A bad option of classify or score is one line on stderr naming it, and exit 2."""
+    texts = tmp_path / "texts.json"
+    texts.write_text('["a", "b"]')
+    done = decirank(*[str(texts) if arg == "TEXTS" else arg for arg in args])
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_role_link_without_its_key_is_skipped_and_said_on_stderr(items_file):
+    """A role whose first model lacks its API key answers with the next one, and says so in one warning line."""
+    env = {key: value for key, value in os.environ.items() if key != "TYPESAFE_API_KEY"}
+    env["DECIRANK_ROLE_DECIDER"] = "typesafe:jev-latest,lexical"
+    done = decirank("rank", str(items_file), "-i", "Which is about fleas?", "-d", "title", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["model"] == "lexical:bm25"
+    (warning,) = done.stderr.strip().splitlines()
+    assert warning.startswith("warning: decider: typesafe:jev-latest skipped") and "TYPESAFE_API_KEY" in warning
+    assert warning.endswith("trying lexical:bm25")

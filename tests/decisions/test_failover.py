@@ -8,12 +8,13 @@ import time
 import pytest
 
 import decirank
-from decirank.decisions.failover import MAX_RATE_LIMIT_RETRIES, Failover, Retry
+from decirank.decisions.failover import MAX_RATE_LIMIT_RETRIES, Failover, FailoverWarning, Retry
 from decirank.decisions.toolcall import ToolCall
 from decirank.errors import (
     AllModelsFailedError,
     AuthenticationError,
     InvalidAnswerError,
+    MissingKeyError,
     ModelConnectionError,
     ModelRequestInvalidError,
     ModelTimeoutError,
@@ -111,6 +112,37 @@ def test_an_authentication_error_skips_every_model_of_that_provider(use_models, 
     assert result.model == "beta:one"
     assert not same_provider.requests, "a key the provider refused is not tried on its other models"
     assert attempts(latest_run()) == [("alpha:one", "failed", "AuthenticationError"), ("beta:one", "success", None)]
+
+
+def test_a_link_without_its_api_key_is_skipped_with_a_warning_and_a_failed_attempt(use_models, role, monkeypatch):
+    """A provider whose key is not set cannot be asked: each decision skips it (and its provider's other
+    models), the run log shows the skip as a failed attempt naming the variable, and a FailoverWarning says so."""
+    monkeypatch.delenv("TYPESAFE_API_KEY", raising=False)
+    (beta,) = use_models(Beta("one"))
+    chain = role("typesafe:jev-latest", "typesafe:other", beta)
+    with pytest.warns(FailoverWarning, match=r"typesafe:jev-latest skipped \(MissingKeyError: .*TYPESAFE_API_KEY"):
+        result = rerank_two(chain)
+    assert result.model == "beta:one"
+    children = latest_run()["children"]
+    assert [(c["model"], c["status"], c["error_type"], c["decision"]) for c in children] == [
+        ("typesafe:jev-latest", "failed", "MissingKeyError", 1),
+        ("beta:one", "success", None, 1),
+    ]
+    assert "TYPESAFE_API_KEY" in children[0]["error"]
+
+
+def test_a_chain_whose_every_link_lacks_its_key_is_that_error(role, monkeypatch):
+    """With no link usable there is nothing to fall back to: the first link's missing key is the error."""
+    monkeypatch.delenv("TYPESAFE_API_KEY", raising=False)
+    with pytest.raises(MissingKeyError, match="TYPESAFE_API_KEY"):
+        rerank_two(role("typesafe:jev-latest", "typesafe:other"))
+
+
+def test_a_dead_model_is_a_failover_warning_too(use_models, role):
+    """Moving past a model that failed is said as a FailoverWarning naming both models and the error."""
+    use_models(Alpha("one", error=ServerError("down", status=503)), Beta("one"))
+    with pytest.warns(FailoverWarning, match=r"alpha:one failed \(ServerError: .*down.*\); trying beta:one"):
+        rerank_two(role("alpha:one", "beta:one"))
 
 
 def test_a_validation_error_is_fatal(use_models, role):

@@ -39,19 +39,22 @@ def with_stdio_client(scenario: Callable[[Client], Awaitable[Any]], *server_args
     return anyio.run(main)
 
 
-def test_lists_the_four_tools_with_documented_schemas_and_read_only_hints():
+def test_lists_every_tool_with_documented_schemas_and_read_only_hints():
     """tools/list carries every tool with its documented field names, required fields and read-only annotations."""
 
     async def scenario(client: Client):
         return {tool.name: tool for tool in (await client.list_tools()).tools}
 
     tools = with_stdio_client(scenario)
-    assert set(tools) == {"builtin__rank", "builtin__rerank", "builtin__filter", "builtin__score_list"}
+    assert set(tools) == {
+        "builtin__rank", "builtin__rerank", "builtin__filter", "builtin__classify", "builtin__score",
+        "builtin__score_list",
+    }
 
     rank = tools["builtin__rank"]
     rank_inputs = {"describe", "instructions", "items", "model", "none", "state", "top_k"}
     assert set(rank.input_schema["properties"]) == rank_inputs
-    assert set(rank.input_schema["required"]) == {"instructions", "items", "state"}
+    assert set(rank.input_schema["required"]) == {"instructions", "items"}
     assert rank.input_schema["properties"]["instructions"]["description"] == "The choice question"
     assert rank.input_schema["properties"]["items"]["description"] == "The list, usually a template like {{E1.results}}"
     assert {"items", "no_fit", "none", "ranked"} <= set(rank.output_schema["properties"])
@@ -63,12 +66,21 @@ def test_lists_the_four_tools_with_documented_schemas_and_read_only_hints():
     assert set(tools["builtin__filter"].input_schema["properties"]) == {
         "items", "question", "state", "min_confidence", "describe", "examples", "model"
     }
+    assert set(tools["builtin__filter"].input_schema["required"]) == {"items", "question"}
+    assert set(tools["builtin__classify"].input_schema["properties"]) == {
+        "texts", "question", "options", "none", "examples", "model"
+    }
+    assert set(tools["builtin__classify"].input_schema["required"]) == {"texts", "question", "options"}
+    assert set(tools["builtin__score"].input_schema["properties"]) == {
+        "texts", "question", "true", "false", "examples", "model"
+    }
+    assert set(tools["builtin__score"].input_schema["required"]) == {"texts", "question"}
     score_list = tools["builtin__score_list"]
     assert {"refs", "evaluator", "top_k", "max_concurrency"} <= set(score_list.input_schema["properties"])
     assert set(score_list.input_schema["required"]) == {"refs", "evaluator"}
     assert set(score_list.output_schema["required"]) == {"run_id", "evaluator", "total", "top_k", "winners", "ranked"}
 
-    for name in ("builtin__rank", "builtin__rerank", "builtin__filter"):
+    for name in ("builtin__rank", "builtin__rerank", "builtin__filter", "builtin__classify", "builtin__score"):
         assert tools[name].annotations.read_only_hint is True, name
     # score_list stamps every ref it scores in the artifact store.
     assert score_list.annotations.read_only_hint is False
@@ -108,6 +120,43 @@ def test_rank_rerank_and_filter_answer_with_structured_results():
     data = kept.structured_content
     assert data["count"] + data["dropped_count"] == 3
     assert {"title": "fleas and their life cycle", "url": "a"} in data["items"]
+
+
+def test_classify_score_and_stateless_rank_and_filter_answer_with_structured_results(isolated_user_dir):
+    """classify and score take the same options as in Python (none, true/false, stored examples); rank and
+    filter need no state."""
+    decirank.ExampleStore().put(
+        "reviews", [{"state": "a warm, funny film", "answer": True}, {"state": "a dull mess", "answer": False}]
+    )
+
+    async def scenario(client: Client):
+        texts = ["the film was wonderful", "where is my parcel?"]
+        classified = await client.call_tool("builtin__classify", {
+            "texts": texts, "question": "What is this?", "options": {"review": "a film review"},
+            "none": "anything else", "model": "local",
+        })
+        scored = await client.call_tool("builtin__score", {
+            "texts": texts, "question": "Is this a positive film review?", "true": "a positive film review",
+            "false": "anything else", "examples": "reviews", "model": "local",
+        })
+        ranked = await client.call_tool("builtin__rank", {
+            "items": ITEMS, "instructions": "Which page is about fleas?", "describe": "title", "model": "lexical",
+        })
+        kept = await client.call_tool("builtin__filter", {
+            "items": ITEMS, "question": "Is this page about fleas?", "describe": "title", "model": "lexical",
+        })
+        return classified, scored, ranked, kept
+
+    classified, scored, ranked, kept = with_stdio_client(scenario)
+    for result in (classified, scored, ranked, kept):
+        assert not result.is_error, result.content
+    decisions = classified.structured_content["decisions"]
+    assert [d["choice"] for d in decisions] == ["review", "none"]
+    assert set(decisions[0]["probabilities"]) == {"review", "none"}
+    probabilities = scored.structured_content["probabilities"]
+    assert len(probabilities) == 2 and probabilities[0] > probabilities[1]
+    assert ranked.structured_content["items"][0]["title"] == "fleas and their life cycle"
+    assert kept.structured_content["count"] + kept.structured_content["dropped_count"] == 3
 
 
 def test_score_list_ranks_stored_artifacts_and_stamps_them(isolated_user_dir):

@@ -37,9 +37,10 @@ def test_health_and_docs_need_no_key(client):
     """/healthz names the version and the model, and the OpenAPI docs list every endpoint, without a key."""
     assert client.get("/healthz").json() == {"status": "ok", "version": decirank.__version__, "model": "lexical"}
     paths = client.get("/openapi.json").json()["paths"]
-    assert {"/v1/rank", "/v1/rerank", "/v1/filter", "/v1/systemone", "/v1/decisions", "/v1/runs", "/healthz"} <= set(
-        paths
-    )
+    assert {
+        "/v1/rank", "/v1/rerank", "/v1/filter", "/v1/classify", "/v1/score", "/v1/score_list", "/v1/systemone",
+        "/v1/decisions", "/v1/runs", "/healthz",
+    } <= set(paths)
     assert client.get("/docs").status_code == 200
 
 
@@ -86,10 +87,40 @@ def test_filter_keeps_what_is_likely_enough(client):
     """/v1/filter keeps the items at min_confidence or more and lists the rest as dropped."""
     body = {"items": ["fleas on dogs", "bread"], "question": "Is it about fleas?", "state": "fleas"}
     probabilities = [d["probability"] for d in client.post("/v1/filter", json=body).json()["decisions"]]
-    assert probabilities[0] > probabilities[1]
+    assert probabilities[0] > 0.5 > probabilities[1]
     data = client.post("/v1/filter", json={**body, "min_confidence": sum(probabilities) / 2}).json()
     assert data["items"] == ["fleas on dogs"] and data["dropped"] == ["bread"]
     assert data["count"] == 1 and data["dropped_count"] == 1
+
+
+def test_rank_and_filter_need_no_state(client):
+    """state is optional: a body without one is ranked and filtered as with an empty context."""
+    items = ["fleas on dogs", "bread"]
+    ranked = client.post("/v1/rank", json={"items": items, "instructions": "Which is about fleas?"})
+    assert ranked.status_code == 200 and ranked.json()["items"][0] == "fleas on dogs"
+    kept = client.post("/v1/filter", json={"items": items, "question": "Is it about fleas?", "model": "local"})
+    assert kept.status_code == 200
+    probabilities = [decision["probability"] for decision in kept.json()["decisions"]]
+    assert probabilities[0] > 0.5 > probabilities[1]
+
+
+def test_classify_and_score_take_their_documented_shapes(client):
+    """/v1/classify and /v1/score answer per text, with none, true/false and examples as in Python."""
+    texts = ["my dog has fleas", "bake bread at home"]
+    body = {"texts": texts, "question": "Which topic?", "options": {"pets": "dogs and fleas", "food": "bread"}}
+    classified = client.post("/v1/classify", json={**body, "none": "something else"}).json()
+    assert [d["index"] for d in classified["decisions"]] == [0, 1]
+    assert [d["choice"] for d in classified["decisions"]] == ["pets", "food"]
+    assert set(classified["decisions"][0]["probabilities"]) == {"pets", "food", "none"}
+    assert classified["model"] == "lexical:bm25" and classified["run_id"] and classified["usage"]["calls"] == 2
+
+    examples = [{"state": "cats get fleas", "answer": True}, {"state": "a loaf of bread", "answer": False}]
+    scored = client.post(
+        "/v1/score",
+        json={"texts": texts, "question": "Is this about fleas?", "true": "about fleas", "examples": examples},
+    ).json()
+    assert len(scored["probabilities"]) == 2 and scored["probabilities"][0] > scored["probabilities"][1]
+    assert scored["run_id"] and client.get(f"/v1/runs/{scored['run_id']}").json()["tool"] == "score"
 
 
 SYSTEMONE_QUESTIONS = {
@@ -112,6 +143,18 @@ def test_systemone_answers_any_client_with_the_models_it_runs(client, model):
     assert set(data["answers"]["urgency"]["probabilities"]) == {"0", "1", "2"}
     assert data["answers"]["urgency"]["legend"] == {"0": "low", "1": "medium", "2": "high"}
     assert set(data["usage"]) >= {"input_tokens", "output_tokens"}
+
+
+def test_a_decision_names_its_run_and_calls_in_headers(client):
+    """/v1/systemone and /v1/decisions keep their wire bodies and name their run and model calls in headers."""
+    body = {"state": "my dog has fleas", "questions": {"fleas": SYSTEMONE_QUESTIONS["fleas"]}}
+    answered = client.post("/v1/systemone", json=body)
+    run = client.get(f"/v1/runs/{answered.headers['x-decirank-run-id']}").json()
+    assert run["tool"] == "systemone" and answered.headers["x-decirank-calls"] == "1" == str(run["calls"])
+    decided = client.post(
+        "/v1/decisions", json={"model": "m", "input": "x", "questions": [{"type": "predicate", "instructions": "y"}]}
+    )
+    assert client.get(f"/v1/runs/{decided.headers['x-decirank-run-id']}").json()["tool"] == "decisions"
 
 
 def test_decisions_answer_in_question_order_with_names_as_given(client):
@@ -167,6 +210,12 @@ BAD_BODIES = [
     ("/v1/rerank", {"query": "q", "documents": [{"title": "no text"}]}, ["body", "documents", 0]),
     ("/v1/rerank", {"query": "q", "documents": ["a"], "top_n": -1}, ["body", "top_n"]),
     ("/v1/filter", {"items": ["a"], "question": "Q?", "state": 1, "min_confidence": 2}, ["body", "min_confidence"]),
+    ("/v1/classify", {"texts": ["a"], "question": "Which?", "options": ["only"]}, ["body", "options"]),
+    ("/v1/classify", {"texts": ["a"], "question": "Which?"}, ["body", "options"]),
+    ("/v1/classify", {"texts": ["a"], "question": "Which?", "options": ["a", "b"], "none": ""}, ["body", "none"]),
+    ("/v1/score", {"texts": "a", "question": "Is it?"}, ["body", "texts"]),
+    ("/v1/score", {"texts": ["a"], "question": " "}, ["body", "question"]),
+    ("/v1/score", {"texts": ["a"], "question": "Is it?", "examples": "no-such-set"}, ["body", "examples"]),
     ("/v1/systemone", {"state": 1, "questions": {}}, ["body", "questions"]),
     (
         "/v1/systemone",

@@ -21,8 +21,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+import decirank
 from decirank.backends import providers
 from decirank.server import create_app
+from decirank.stores.artifacts import ArtifactStore
 from tests.loopback import ThreadedServer, free_port, subprocess_server
 
 KEY = "page-test-key"
@@ -124,6 +126,30 @@ def test_runlog_runs_counts_items_and_filters_by_tool_model_and_status(keyed):
     assert client.get("/v1/runlog/runs", params={"status": "failed"}).json()["runs"] == []
     assert client.get("/v1/runlog/runs", params={"status": "bogus"}).status_code == 422
     assert client.get("/v1/runlog/runs", params={"limit": 0}).status_code == 422
+
+
+def test_example_artifacts_are_stored_once_and_never_replace_an_artifact(keyed):
+    """POST /v1/example-artifacts wants the key, stores its fixed texts where the refs are free, and names them."""
+    url, client = keyed
+    assert httpx.post(url + "/v1/example-artifacts").status_code == 401
+    ArtifactStore().put("example-run/valid-json", "mine")
+    named = client.post("/v1/example-artifacts").json()
+    assert named == {"refs": ["example-run/valid-json", "example-run/broken-json"], "evaluator": "validate:json"}
+    assert ArtifactStore().get("example-run/valid-json") == "mine"
+    assert ArtifactStore().get("example-run/broken-json").startswith('{"name"')
+    scored = client.post("/v1/score_list", json={"refs": named["refs"], "evaluator": named["evaluator"]}).json()
+    assert {entry["verdict"] for entry in scored["ranked"]} == {"INVALID"}  # "mine" is not JSON either
+
+
+def test_runlog_runs_counts_a_batchs_rows_and_the_texts_of_classify_and_score(keyed, tmp_path):
+    """A batch run counts its input's rows, classify and score runs their texts."""
+    _, client = keyed
+    client.post("/v1/score", json={"texts": ["a", "b", "c"], "question": "Is it?"})
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"text": f"row {i}"}) + "\n" for i in range(4)))
+    decirank.batch("score", str(rows), str(tmp_path / "out.jsonl"), question="Is it?", model="lexical", workers=0)
+    counts = [(run["tool"], run["items"]) for run in client.get("/v1/runlog/runs").json()["runs"]]
+    assert ("batch", 4) in counts and ("score", 3) in counts
 
 
 def test_runlog_series_gives_latency_percentiles_and_cost_per_model(keyed):
@@ -435,3 +461,128 @@ def test_exec_evaluators_are_offered_only_when_the_server_allows_them(browser, t
             assert kinds == ["score", "validate", "exec"] if allowed else kinds == ["score", "validate"]
             assert ("exec: allowed" in page.text_content("#server-info")) is allowed
             page.close()
+
+
+def test_classify_and_score_tabs_take_their_options_and_show_a_bar_per_text(page, served):
+    """classify (options, none, stored examples) and score (true/false) run from the playground, a bar per
+    text in input order, and each gives the Python snippet of its own tool."""
+    url, home = served
+    env = {**os.environ, "DECIRANK_HOME": str(home), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    examples = home / "examples.jsonl"
+    examples.write_text(
+        '{"state": "where is my order", "answer": "delivery"}\n{"state": "give me a refund", "answer": "refund"}\n'
+    )
+    added = subprocess.run(
+        [sys.executable, "-m", "decirank", "examples", "add", "orders", str(examples)],
+        env=env, capture_output=True, text=True, check=False,
+    )
+    assert added.returncode == 0, added.stderr
+    _open(page, url)
+    page.click("#tool-tabs [data-tool=classify]")
+    page.click("#example")
+    assert page.is_visible("#options") and page.is_visible("#none") and page.is_hidden("#state")
+    page.fill("#examples", "orders")
+    page.select_option("#model", "local:default")
+    _run(page)
+    rows = _bars(page)
+    assert [row["index"] for row in rows] == [0, 1, 2]
+    assert rows[0]["label"].startswith("My parcel has not arrived")
+    choices = page.eval_on_selector_all("#bars > li .tag", "tags => tags.map(t => t.textContent)")
+    assert choices[0] == "delivery" and set(choices) <= {"refund", "delivery", "cancel", "none"}
+    page.click("#copy-code")
+    assert "decirank.classify(" in page.text_content("#code") and '"orders"' in page.text_content("#code")
+    page.click("#code-tabs [data-lang=cli]")
+    cli = subprocess.run(["bash", "-c", page.text_content("#code")], env=env, capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    assert [decision["choice"] for decision in json.loads(cli.stdout)["decisions"]] == choices
+    page.click("#code-tabs [data-lang=python]")
+    page.click("#code-close")
+
+    page.click("#tool-tabs [data-tool=score]")
+    page.click("#example")
+    assert page.is_visible("#noul-true") and page.is_hidden("#options")
+    _run(page)
+    rows = _bars(page)
+    assert len(rows) == 2 and rows[0]["p"] > rows[1]["p"]
+    assert "calls 2" in page.text_content("#result-summary")
+
+
+def test_score_list_example_scores_stored_refs_with_issues_and_reasons(page, served):
+    """'fill an example' on score_list names refs the server has stored; their results show verdicts,
+    the reason and the issues of the broken one."""
+    url, _ = served
+    _open(page, url)
+    page.click("#tool-tabs [data-tool=score_list]")
+    page.click("#example")
+    page.wait_for_selector("#items-count:text-is('2 refs')")
+    _run(page)
+    rows = page.eval_on_selector_all(
+        "#bars > li", "rows => rows.map(r => [r.querySelector('.label').firstChild.textContent, r.textContent])"
+    )
+    assert len(rows) == 2 and "UNKNOWN" not in " ".join(text for _, text in rows)
+    (valid,) = [text for ref, text in rows if ref.endswith("valid-json")]
+    (broken,) = [text for ref, text in rows if ref.endswith("broken-json")]
+    assert "VALID" in valid and "INVALID" in broken
+    notes = page.eval_on_selector_all("#bars > li .note", "notes => notes.map(n => n.textContent)")
+    assert len(notes) == 2 and any("•" in note for note in notes), notes
+
+
+def test_rank_without_items_asks_for_them_and_makes_no_call(page, served):
+    """Running rank with an empty list says to give the items, rather than a 'no fit' result."""
+    url, _ = served
+    _open(page, url)
+    page.fill("#items", "")
+    page.click("#run")
+    page.wait_for_selector("#play-error:not([hidden])")
+    assert page.text_content("#play-error").startswith("Give the items first")
+    assert page.is_hidden("#results")
+
+
+def test_each_tab_keeps_its_own_question(page, served):
+    """Switching tabs shows the other tool's own draft (empty at first), and switching back restores this one."""
+    url, _ = served
+    _open(page, url)
+    page.fill("#question", "Which page answers the question about fleas?")
+    page.click("#tool-tabs [data-tool=filter]")
+    assert page.input_value("#question") == "" and page.input_value("#items") == ""
+    page.fill("#question", "Is this about pets?")
+    page.click("#tool-tabs [data-tool=decision]")
+    page.select_option("#decision-type", "noul")
+    assert page.input_value("#question") == ""
+    page.click("#tool-tabs [data-tool=rank]")
+    assert page.input_value("#question") == "Which page answers the question about fleas?"
+    page.click("#tool-tabs [data-tool=filter]")
+    assert page.input_value("#question") == "Is this about pets?"
+
+
+def test_a_decision_links_its_run_and_shows_its_real_call_count(page, served):
+    """A decision's result opens its run and counts its model calls, read from the server's headers."""
+    url, _ = served
+    _open(page, url)
+    page.click("#tool-tabs [data-tool=decision]")
+    page.select_option("#decision-type", "choice")
+    page.click("#example")
+    _run(page)
+    assert "calls 1" in page.text_content("#result-summary")
+    page.click("#open-run")
+    page.wait_for_selector("#call-tree li.call")
+    assert page.text_content("#run-card h2").startswith("systemone run")
+
+
+def test_a_batch_run_shows_its_item_count(page, served, tmp_path):
+    """A decirank batch run is listed with its input's row count, like a tool run with its items."""
+    url, home = served
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"text": f"page {i} about fleas"}) + "\n" for i in range(7)))
+    env = {**os.environ, "DECIRANK_HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-m", "decirank", "batch", "score", str(rows), "--out", str(tmp_path / "out.jsonl"),
+         "-q", "Is this about fleas?", "--text", "text", "-m", "lexical", "--workers", "0"],
+        env=env, capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    _open(page, url, "#/runs")
+    page.select_option("#f-tool", "batch")
+    page.wait_for_selector("#runs-table tbody tr")
+    cells = page.locator("#runs-table tbody tr").first.locator("td").all_text_contents()
+    assert cells[1] == "batch" and cells[3] == "7"

@@ -7,12 +7,16 @@ missing file, bad JSON, an unknown model); it never shows a traceback.
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import typer
 from typer.main import get_command
 
+from ..decisions.failover import FailoverWarning
 from ..errors import DecirankError
 from ._app import app
 from ._output import error_console
@@ -39,6 +43,30 @@ def _print_error(message: str) -> None:
     error_console.print(f"error: {line}", highlight=False, soft_wrap=True)
 
 
+_default_show_warning = warnings.showwarning
+
+
+def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """A failover (a model skipped or failed, the next one asked) as one ``warning:`` line on stderr."""
+    if issubclass(category, FailoverWarning):
+        error_console.print(f"warning: {message}", highlight=False, soft_wrap=True)
+    else:
+        _default_show_warning(message, category, *args, **kwargs)
+
+
+def _failover_warnings_on_stderr(command: Callable[..., int]) -> Callable[..., int]:
+    """``command`` run with failover warnings shown as ``warning:`` lines, and Python's way restored after."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> int:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return command(*args, **kwargs)
+
+    return run
+
+
+@_failover_warnings_on_stderr
 def main(argv: Sequence[str] | None = None) -> int:
     command = get_command(app)
     try:

@@ -33,6 +33,7 @@ __all__ = [
     "error_console",
     "json_or_text",
     "new_table",
+    "options_value",
     "parse_json",
     "path_kind",
     "print_json",
@@ -147,6 +148,19 @@ def json_or_text(value: str, field: str) -> Any:
             raise bad_json(field, "JSON (it opens like JSON but is not)", problem) from None
     # Bytes that were not UTF-8 reach argv as lone surrogates.
     return check_text(value, field, "JSON or plain text")
+
+
+def options_value(value: str | None, field: str = "--options") -> Any:
+    """``--options``: a JSON list or object, a JSON file holding one, or labels separated by commas."""
+    if value is None:
+        return None
+    if path_kind(value) is not None:
+        expected = "a JSON file of labels (a list, or an object of label to description)"
+        return parse_json(read_text(value, field, expected), field, expected, repr(value))
+    parsed = json_or_text(value, field)
+    if isinstance(parsed, str):
+        return [label.strip() for label in parsed.split(",") if label.strip()]
+    return parsed
 
 
 def check_base_url(value: str | None) -> str | None:

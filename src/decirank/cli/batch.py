@@ -20,10 +20,8 @@ from ._output import (
     console,
     error_console,
     json_or_text,
-    parse_json,
-    path_kind,
+    options_value,
     print_json,
-    read_text,
 )
 
 __all__ = ["batch"]
@@ -51,19 +49,6 @@ class Tool(str, Enum):
 class Engine(str, Enum):
     local = "local"
     ray = "ray"
-
-
-def _options_value(value: str | None) -> Any:
-    """``--options``: a JSON list or object, a JSON file holding one, or labels separated by commas."""
-    if value is None:
-        return None
-    if path_kind(value) is not None:
-        expected = "a JSON file of labels (a list, or an object of label to description)"
-        return parse_json(read_text(value, "--options", expected), "--options", expected, repr(value))
-    parsed = json_or_text(value, "--options")
-    if isinstance(parsed, str):
-        return [label.strip() for label in parsed.split(",") if label.strip()]
-    return parsed
 
 
 def _cli_error(error: InvalidInputError) -> InvalidInputError:
@@ -213,7 +198,7 @@ def batch(
         arguments = {
             "question": question,
             "state": None if state is None else json_or_text(state, "--state"),
-            "options": _options_value(options),
+            "options": options_value(options),
             "none": none,
             "true": true,
             "false": false,

@@ -18,7 +18,7 @@ from ..evaluation.labels import (
 )
 from ..evaluation.trec import evaluate, load_qrels, load_run
 from ._app import app
-from ._output import console, new_table, print_json, print_table, progress_bar
+from ._output import console, error_console, new_table, print_json, print_table, progress_bar
 
 eval_app = typer.Typer(help="Measure ranking quality, speed and memory.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
@@ -138,6 +138,12 @@ def labels(
     with progress_bar(label, len(task.cases) * len(names), remaining=True) as advance:
         report = evaluate_task(task, names, concurrency=concurrency, on_row=advance)
     data = report.to_dict()
+    for failure in report.failed:
+        error_console.print(
+            f"warning: {failure.model} not measured: {type(failure.error).__name__}: {failure.error}",
+            highlight=False,
+            soft_wrap=True,
+        )
     if as_json:
         print_json(data)
         return
@@ -146,10 +152,12 @@ def labels(
         f"{data['type']}: {data['scored_rows']} of {data['rows']} rows scored, {data['labels']} labels{scope}",
         highlight=False,
     )
-    table = new_table("measure", *names)
     shown = data["models"]
+    table = new_table("measure", *(score["model"] for score in shown))
     for key in shown[0]:
         if key in ("model", "usage") or all(score[key] is None for score in shown):
             continue
         table.add_row(key, *(_cell(score[key]) for score in shown))
     print_table(table)
+    for failure in data["failed"]:
+        console.print(f"{failure['model']}: not measured ({failure['error']['message']})", highlight=False)

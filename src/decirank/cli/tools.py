@@ -1,4 +1,4 @@
-"""``decirank rank``, ``rerank`` and ``filter``: the tools on the command line."""
+"""``decirank rank``, ``rerank``, ``filter``, ``classify`` and ``score``: the tools on the command line."""
 
 from __future__ import annotations
 
@@ -6,16 +6,19 @@ from typing import Annotated, Any
 
 import typer
 
+from ..tools.classify import classify as classify_texts
 from ..tools.filter import DEFAULT_MIN_CONFIDENCE
 from ..tools.filter import filter as filter_items
 from ..tools.rank import rank as rank_items
 from ..tools.rerank import rerank as rerank_documents
+from ..tools.score import score as score_texts
 from ._app import app
 from ._output import (
     check_base_url,
     console,
     json_or_text,
     new_table,
+    options_value,
     print_json,
     print_table,
     probability_bar,
@@ -36,8 +39,26 @@ TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="Time bud
 ItemsArgument = Annotated[
     str, typer.Argument(metavar="ITEMS", help="A JSON array file, a JSON Lines file, or - for stdin.")
 ]
-StateOption = Annotated[str, typer.Option("--state", "-s", help="The context as JSON (plain text is a string).")]
+StateOption = Annotated[
+    str | None, typer.Option("--state", "-s", help="The context as JSON (plain text is a string); optional.")
+]
 DescribeOption = Annotated[str | None, typer.Option("--describe", "-d", help="Dot path into each item to show.")]
+TextsArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="TEXTS",
+        help="The texts (strings; others shown as JSON): a JSON array file, JSON Lines, or - for stdin.",
+    ),
+]
+
+
+def _examples_option(answers: str) -> Any:
+    return typer.Option(
+        "--examples",
+        metavar="FILE|NAME",
+        help=f'Labelled texts: a JSON or JSON Lines file of {{"state": <text>, "answer": {answers}}}, - for stdin, '
+        "or a set stored with decirank examples add.",
+    )
 
 
 def _usage_line(data: dict[str, Any]) -> str:
@@ -50,7 +71,7 @@ def _usage_line(data: dict[str, Any]) -> str:
 def rank(
     items: ItemsArgument,
     instructions: Annotated[str, typer.Option("--instructions", "-i", help="The choice question.")],
-    state: StateOption,
+    state: StateOption = None,
     describe: DescribeOption = None,
     none: Annotated[str | None, typer.Option("--none", help="Text of a 'nothing fits' option.")] = None,
     top_k: Annotated[int | None, typer.Option("--top-k", "-k", help="Keep only the best k.")] = None,
@@ -63,7 +84,7 @@ def rank(
     result = rank_items(
         read_json_list(items, "items"),
         instructions,
-        json_or_text(state, "--state"),
+        None if state is None else json_or_text(state, "--state"),
         describe=describe,
         none=none,
         top_k=top_k,
@@ -142,9 +163,7 @@ def rerank(
 def filter_command(
     items: ItemsArgument,
     question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each item.")],
-    state: Annotated[
-        str | None, typer.Option("--state", "-s", help="The context as JSON (plain text is a string); default {}.")
-    ] = None,
+    state: StateOption = None,
     min_confidence: Annotated[
         float, typer.Option("--min-confidence", help="Keep items at least this likely.")
     ] = DEFAULT_MIN_CONFIDENCE,
@@ -193,4 +212,91 @@ def filter_command(
         )
     print_table(table)
     console.print(f"kept {data['count']}, dropped {data['dropped_count']} (min confidence {result.min_confidence:g})")
+    console.print(_usage_line(data), style="dim")
+
+
+@app.command()
+def classify(
+    texts: TextsArgument,
+    question: Annotated[str, typer.Option("--question", "-q", help="The choice question asked of each text.")],
+    options: Annotated[
+        str,
+        typer.Option(
+            "--options",
+            help="The labels: a JSON list, a JSON object of label to description, a JSON file, or a,b,c.",
+        ),
+    ],
+    none: Annotated[str | None, typer.Option("--none", help="Text of a 'none of these' option (key none).")] = None,
+    examples: Annotated[str | None, _examples_option("<option key>")] = None,
+    model: ModelOption = "decider",
+    base_url: BaseUrlOption = None,
+    timeout: TimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Pick, for each text, the option a question asks for (one choice question per text)."""
+    from .examples import examples_value
+
+    given = read_json_list(texts, "texts")
+    result = classify_texts(
+        given,
+        question,
+        options_value(options),
+        none=none,
+        examples=examples_value(examples),
+        model=model,
+        base_url=base_url,
+        timeout=timeout,
+    )
+    data = result.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    table = new_table("#", "choice", "probability", "", "text")
+    for decision in result.decisions:
+        probability = decision.probability
+        table.add_row(
+            str(decision.index),
+            decision.choice,
+            f"{probability:.3f}",
+            probability_bar(probability),
+            short_text(given[decision.index]),
+        )
+    print_table(table)
+    console.print(_usage_line(data), style="dim")
+
+
+@app.command()
+def score(
+    texts: TextsArgument,
+    question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each text.")],
+    true: Annotated[str | None, typer.Option("--true", help="What a yes means.")] = None,
+    false: Annotated[str | None, typer.Option("--false", help="What a no means.")] = None,
+    examples: Annotated[str | None, _examples_option("true/false")] = None,
+    model: ModelOption = "decider",
+    base_url: BaseUrlOption = None,
+    timeout: TimeoutOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The probability that a yes/no question is true of each text (one likelihood question per text)."""
+    from .examples import examples_value
+
+    given = read_json_list(texts, "texts")
+    result = score_texts(
+        given,
+        question,
+        true=true,
+        false=false,
+        examples=examples_value(examples),
+        model=model,
+        base_url=base_url,
+        timeout=timeout,
+    )
+    data = result.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    table = new_table("#", "probability", "", "text")
+    for index, (text, probability) in enumerate(zip(given, result.probabilities, strict=True)):
+        table.add_row(str(index), f"{probability:.3f}", probability_bar(probability), short_text(text))
+    print_table(table)
     console.print(_usage_line(data), style="dim")

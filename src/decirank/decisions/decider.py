@@ -9,11 +9,17 @@ role a primary model and fallbacks (see :mod:`.roles`). A plain
 :mod:`.failover`, inside the tool call's :class:`~.budget.Budget`, and
 reports every attempt (cache hits, skips, failures, the cancelled one) to
 its caller, which records them in the run log.
+
+A link of a chain that cannot be used (its provider needs an API key that is
+not set) keeps its place as an :class:`UnusableBackend`: each decision skips
+it as a failed attempt, so the run log and stderr say why the fallback
+answered. A chain whose every link is unusable is the first link's error.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -21,15 +27,15 @@ import anyio
 
 from .._config import load_config
 from ..backends import Backend, create_backend
-from ..errors import AllModelsFailedError, DecisionTimeoutError, InvalidInputError, UnknownModelError
+from ..errors import AllModelsFailedError, DecisionTimeoutError, InvalidInputError, MissingKeyError, UnknownModelError
 from ..types.answers import DecisionResponse, check_response
 from ..types.limits import ModelLimits
 from ..types.questions import DecisionRequest
 from .budget import Budget
-from .failover import Attempt, Failover
+from .failover import Attempt, Failover, FailoverWarning
 from .roles import DEFAULT_ROLE, check_provider_sections, provider_options, resolve_chain
 
-__all__ = ["DEFAULT_ROLE", "AnswerCache", "Decider"]
+__all__ = ["DEFAULT_ROLE", "AnswerCache", "Decider", "UnusableBackend"]
 
 
 class AnswerCache(Protocol):
@@ -42,6 +48,27 @@ class AnswerCache(Protocol):
 
 def _ignore(attempt: Attempt) -> None:
     pass
+
+
+class UnusableBackend(Backend):
+    """A link of a role's chain that cannot be asked: its provider needs an API key that is not set.
+
+    It answers nothing; failover moves past it (and past its provider's other models).
+    """
+
+    def __init__(self, full_name: str, error: MissingKeyError) -> None:
+        provider, _, model = full_name.partition(":")
+        super().__init__(model)
+        self.provider = provider  # type: ignore[misc]  # a class attribute on real backends
+        self.error = error
+
+    @property
+    def limits(self) -> ModelLimits:
+        return ModelLimits()
+
+    async def decide(self, request: DecisionRequest) -> DecisionResponse:
+        # A new error each time: raising one instance again would grow its traceback on every decision.
+        raise MissingKeyError(self.error.provider, self.error.variable)
 
 
 class Decider:
@@ -66,16 +93,24 @@ class Decider:
         check_provider_sections(config)
         chain = resolve_chain(name.strip(), config)
         explicit = {option: value for option, value in backend_options.items() if value is not None}
-        backends = []
+        backends: list[Backend] = []
         for full_name in chain.full_model_names():
             provider = full_name.partition(":")[0]
-            backends.append(create_backend(full_name, **{**provider_options(provider, config), **explicit}))
+            try:
+                backends.append(create_backend(full_name, **{**provider_options(provider, config), **explicit}))
+            except MissingKeyError as error:
+                backends.append(UnusableBackend(full_name, error))
+        usable = [backend for backend in backends if not isinstance(backend, UnusableBackend)]
+        if not usable:
+            first = backends[0]
+            assert isinstance(first, UnusableBackend)
+            raise first.error
         return cls(chain.name, backends)
 
     @property
     def limits(self) -> ModelLimits:
         """Limits every model of the chain can take, so a tool's split fits any of them."""
-        return ModelLimits.combine(backend.limits for backend in self.chain)
+        return ModelLimits.combine(backend.limits for backend in self.chain if not isinstance(backend, UnusableBackend))
 
     @property
     def model_names(self) -> list[str]:
@@ -108,6 +143,9 @@ class Decider:
             if isinstance(attempt.error, DecisionTimeoutError):
                 raise attempt.error  # the budget is spent: no model can be tried
             retry = failover.after_failure(attempt.error, remaining_budget=budget.remaining())
+            following = failover.next_model()
+            if retry is None and following is not None:
+                _warn_failover(self.name, backend, attempt.error, following)
             if retry is not None:
                 with anyio.CancelScope(deadline=budget.deadline) as scope:
                     await anyio.sleep(retry.wait)
@@ -120,6 +158,13 @@ class Decider:
 
     def __repr__(self) -> str:
         return f"<Decider {self.name} -> {', '.join(self.model_names)}>"
+
+
+def _warn_failover(role: str, failed: Backend, error: Exception, following: Backend) -> None:
+    """Say on stderr (the command line shows warnings) that ``following`` answers in ``failed``'s place."""
+    what = "skipped" if isinstance(failed, UnusableBackend) else "failed"
+    message = f"{role}: {failed.name} {what} ({type(error).__name__}: {error}); trying {following.name}"
+    warnings.warn(message, FailoverWarning, stacklevel=3)
 
 
 async def _attempt(

@@ -17,11 +17,14 @@ ModelConnectionError, ModelTimeoutError,
 RefusalError, InvalidAnswerError
 LimitExceededError (never sent)             the next model
 AuthenticationError                         the next model of another provider
+MissingKeyError (no API key, never sent)    the next model of another provider
 TooLargeError                               the next model declaring a larger context
 ModelRequestInvalidError (422)              nothing: the error is raised as it is
 ==========================================  ==========================================
 
-A cancellation is not a failure and never reaches this policy.
+A cancellation is not a failure and never reaches this policy. Each move to
+another model is also a :class:`FailoverWarning`, which the command line
+prints on stderr, so a fallback that answered never hides the link that did not.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 from ..errors import (
     AuthenticationError,
     InvalidAnswerError,
+    MissingKeyError,
     ModelError,
     RateLimitError,
     TooLargeError,
@@ -41,7 +45,7 @@ from ..errors import (
 from ..types.answers import DecisionResponse, Usage
 from ..types.questions import DecisionRequest
 
-__all__ = ["MAX_RATE_LIMIT_RETRIES", "MAX_RETRY_WAIT", "Attempt", "Failover", "Retry"]
+__all__ = ["MAX_RATE_LIMIT_RETRIES", "MAX_RETRY_WAIT", "Attempt", "Failover", "FailoverWarning", "Retry"]
 
 #: Times one model is asked again after a rate limit before the next model is tried.
 MAX_RATE_LIMIT_RETRIES = 2
@@ -49,6 +53,10 @@ MAX_RATE_LIMIT_RETRIES = 2
 MAX_RETRY_WAIT = 20.0
 #: Wait before a retry when the provider did not say, doubled on each retry.
 DEFAULT_RETRY_WAIT = 0.5
+
+
+class FailoverWarning(UserWarning):
+    """A model of a role's chain could not answer, and the next one is asked."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +118,7 @@ class Failover:
         Raises ``error`` itself when no model can help (a 422, or a bug that is
         not a model failure).
         """
-        if not isinstance(error, ModelError | InvalidAnswerError) or (
+        if not isinstance(error, ModelError | InvalidAnswerError | MissingKeyError) or (
             isinstance(error, ModelError) and not error.retriable
         ):
             raise error
@@ -124,7 +132,7 @@ class Failover:
                 return Retry(max(wait, 0.0))
         self._retries = 0
         del self._remaining[0]
-        if isinstance(error, AuthenticationError):
+        if isinstance(error, AuthenticationError | MissingKeyError):
             self._remaining = [model for model in self._remaining if model.provider != failed.provider]
         elif isinstance(error, TooLargeError):
             context = failed.limits.context_tokens

@@ -17,7 +17,9 @@ Data is ``{"text", "label"}`` per row (JSON Lines). Each scored row is one
 and are not scored; ``limit`` scores a seeded sample. Every random draw comes
 from ``seed``, so a run is repeatable. Models are asked through their
 :class:`~decirank.decisions.decider.Decider` (no decision cache, no run log),
-several rows at once; a failed call fails the whole evaluation.
+several rows at once. A model that cannot be measured (its API key is not
+set, or a call fails) is reported with its error in :attr:`LabelReport.failed`
+and the other models are still measured; a wrong model name fails at once.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from .._jsonpath import JsonProblem, loads_json
 from .._sync import run_sync
 from ..decisions.decider import DEFAULT_ROLE, Decider
 from ..decisions.toolcall import gather
-from ..errors import DecirankError, DecisionError, InvalidInputError
+from ..errors import DecirankError, DecisionError, InvalidInputError, MissingKeyError
 from ..types.answers import ChoiceAnswer, LikelihoodAnswer, Usage
 from ..types.questions import ChoiceQuestion, DecisionRequest, Example, LikelihoodQuestion
 from .trec import calibration
@@ -46,6 +48,7 @@ __all__ = [
     "LabelReport",
     "LabelTask",
     "LabelledText",
+    "ModelFailure",
     "ModelScore",
     "aevaluate_labels",
     "aevaluate_task",
@@ -151,11 +154,24 @@ class ModelScore:
         }
 
 
+@dataclass(frozen=True)
+class ModelFailure:
+    """A model that could not be measured, and why."""
+
+    model: str
+    error: DecirankError
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "error": self.error.to_dict()}
+
+
 @dataclass
 class LabelReport:
     task: LabelTask
     models: list[ModelScore]
     concurrency: int = DEFAULT_CONCURRENCY
+    #: The models that could not be measured, in the order they were given.
+    failed: list[ModelFailure] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         task = self.task
@@ -175,6 +191,7 @@ class LabelReport:
             "seed": task.seed,
             "concurrency": self.concurrency,
             "models": [score.to_dict() for score in self.models],
+            "failed": [failure.to_dict() for failure in self.failed],
         }
 
 
@@ -616,15 +633,32 @@ async def aevaluate_task(
     concurrency: int = DEFAULT_CONCURRENCY,
     on_row: Callable[[], None] | None = None,
 ) -> LabelReport:
-    """Ask every model every case of ``task`` and score the answers; ``on_row`` is called after each answer."""
+    """Ask every model every case of ``task`` and score the answers; ``on_row`` is called after each answer.
+
+    A model whose key is missing, or whose calls fail, goes to the report's ``failed``
+    with its error; when no model could be measured, the first one's error is raised.
+    """
     names = _check_models(models)
     concurrency = _check_count(concurrency, "concurrency", 1)
     # Every name is resolved first, so an unknown model fails before any work is done.
-    deciders = [Decider.resolve(name) for name in names]
+    deciders: list[Decider | MissingKeyError] = []
+    for name in names:
+        try:
+            deciders.append(Decider.resolve(name))
+        except MissingKeyError as error:
+            deciders.append(error)
     scores = []
+    failed = []
     for name, decider in zip(names, deciders, strict=True):
+        if isinstance(decider, MissingKeyError):
+            failed.append(ModelFailure(name, decider))
+            continue
         started = time.perf_counter()
-        answers, answered_by, usage = await _answer_rows(name, decider, task.cases, concurrency, on_row)
+        try:
+            answers, answered_by, usage = await _answer_rows(name, decider, task.cases, concurrency, on_row)
+        except DecisionError as error:
+            failed.append(ModelFailure(name, error))
+            continue
         seconds = time.perf_counter() - started
         truths = [case.truth for case in task.cases]
         if task.type == "choice":
@@ -637,7 +671,9 @@ async def aevaluate_task(
         scores.append(
             ModelScore(name, ", ".join(answered_by), len(task.cases), seconds=seconds, usage=usage, **metrics)
         )
-    return LabelReport(task, scores, concurrency)
+    if not scores:
+        raise failed[0].error
+    return LabelReport(task, scores, concurrency, failed)
 
 
 def evaluate_task(

@@ -26,7 +26,9 @@ INSTRUCTIONS = (
     "decirank ranks, reranks, filters and scores lists with decision models: typed questions answered "
     "with probabilities in one forward pass, no LLM. builtin__rank orders a list against a question in one "
     "call; builtin__rerank scores documents against a query; builtin__filter keeps items a yes/no question "
-    "holds for; builtin__score_list ranks stored artifacts by ref with an evaluator. The model argument "
+    "holds for; builtin__classify picks an option per text; builtin__score gives each text the probability "
+    "that a yes/no question is true of it; builtin__score_list ranks stored artifacts by ref with an evaluator. "
+    "The model argument "
     "names a role (decider, the default) or a provider:model such as lexical."
 )
 

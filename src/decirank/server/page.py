@@ -10,7 +10,9 @@ here that it needs and the API did not have:
 - ``GET /v1/models``: every model ``decirank models`` lists, each marked
   with whether a request to this server may name it;
 - ``GET /v1/runlog/runs``: the run table, with item counts and a model filter;
-- ``GET /v1/runlog/series``: latency (p50/p95) and cost per model over time.
+- ``GET /v1/runlog/series``: latency (p50/p95) and cost per model over time;
+- ``POST /v1/example-artifacts``: stores the two artifacts score_list's example
+  scores (fixed texts, each stored only if its ref is free) and names them.
 
 The page and its assets hold no data, so they are served without a key;
 every endpoint above wants the key when the server has one.
@@ -31,6 +33,7 @@ from .._config import load_config
 from .._version import __version__
 from ..backends import providers
 from ..decisions.roles import resolve_chain, role_names
+from ..stores.artifacts import ArtifactStore
 from ..stores.runlog import RUN_STATUSES, _percentile, current_runlog
 from ..tools._evaluators.validate import BUILTIN_TYPES
 from ._deps import GuardedRoute, error_responses, require_api_key, settings_of
@@ -113,17 +116,41 @@ def models(request: Request) -> dict[str, Any]:
     return {"default": default, "roles": roles, "models": listed}
 
 
+#: What score_list's example scores: a valid and a broken JSON answer of one run, by ref.
+EXAMPLE_ARTIFACTS = {
+    "example-run/valid-json": '{"name": "decirank", "tools": ["rank", "rerank", "filter"]}',
+    "example-run/broken-json": '{"name": "decirank", "tools": ["rank", "rerank"',
+}
+EXAMPLE_EVALUATOR = "validate:json"
+
+
+@page_api.post("/v1/example-artifacts", responses=_errors(401), tags=["page"])
+def example_artifacts() -> dict[str, Any]:
+    """Store score_list's example artifacts where their refs are free, and name them with their evaluator.
+
+    The texts are fixed, so this writes nothing a caller chose; an artifact already stored under
+    one of the refs is kept as it is.
+    """
+    with ArtifactStore() as store:
+        for ref, text in EXAMPLE_ARTIFACTS.items():
+            if store.get(ref) is None:
+                store.put(ref, text)
+    return {"refs": list(EXAMPLE_ARTIFACTS), "evaluator": EXAMPLE_EVALUATOR}
+
+
 #: A run status, as the run log knows them.
 RunStatus = Literal[RUN_STATUSES]  # type: ignore[valid-type]
 
 _MORE = re.compile(r"^… \(\+(\d+) more\)$")
-_LIST_INPUTS = ("items", "documents", "refs")
+_LIST_INPUTS = ("items", "documents", "texts", "refs")
 
 
 def _item_count(inputs: Any) -> int | None:
-    """How many items a tool run was given, read from its (shortened) inputs."""
+    """How many items a tool run was given (a batch: its input's rows), read from its (shortened) inputs."""
     if not isinstance(inputs, dict):
         return None
+    if isinstance(inputs.get("rows"), int) and not isinstance(inputs["rows"], bool):
+        return inputs["rows"]
     for key in _LIST_INPUTS:
         value = inputs.get(key)
         if isinstance(value, list):

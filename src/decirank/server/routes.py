@@ -1,7 +1,7 @@
 """The endpoints: each turns its body into a tool call or a decision, and the result into its shape.
 
 No endpoint holds decision logic: ``/v1/rank``, ``/v1/rerank``,
-``/v1/filter`` and ``/v1/score_list`` call the async tools, and ``/v1/systemone`` and
+``/v1/filter``, ``/v1/classify``, ``/v1/score`` and ``/v1/score_list`` call the async tools, and ``/v1/systemone`` and
 ``/v1/decisions`` ask one decision through a :class:`ToolCall` (one budget,
 one run), reading and writing their wire formats with the backends' codecs.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 
 from .._version import __version__
 from ..backends import openai as decisions_wire
@@ -32,9 +32,11 @@ from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, UnknownModelError
 from ..stores.examples import resolve_examples
 from ..stores.runlog import current_runlog
+from ..tools.classify import aclassify
 from ..tools.filter import afilter
 from ..tools.rank import arank
 from ..tools.rerank import PER_DOCUMENT_TIMEOUT, RerankResult, arerank, default_budget
+from ..tools.score import ascore
 from ..tools.score_list import ascore_list
 from ..types.answers import DecisionResponse
 from ..types.questions import DecisionRequest
@@ -244,6 +246,38 @@ async def filter_items(body: wire.FilterRequest, request: Request) -> dict[str, 
     return result.to_dict()
 
 
+@api.post("/v1/classify", response_model=wire.ClassifyResponse, responses=TOOL_ERRORS, tags=["tools"])
+async def classify(body: wire.ClassifyRequest, request: Request) -> dict[str, Any]:
+    """Pick, for each text, the option a question asks for (one choice question per text)."""
+    settings = settings_of(request)
+    result = await aclassify(
+        body.texts,
+        body.question,
+        body.options,
+        none=body.none,
+        examples=body.examples,
+        model=served_model(body.model, settings),
+        timeout=_timeout(request, body.timeout, work=_count(body.texts, "texts")),
+    )
+    return result.to_dict()
+
+
+@api.post("/v1/score", response_model=wire.ScoreResponse, responses=TOOL_ERRORS, tags=["tools"])
+async def score(body: wire.ScoreRequest, request: Request) -> dict[str, Any]:
+    """The probability that a yes/no question is true of each text (one likelihood question per text)."""
+    settings = settings_of(request)
+    result = await ascore(
+        body.texts,
+        body.question,
+        true=body.true,
+        false=body.false,
+        examples=body.examples,
+        model=served_model(body.model, settings),
+        timeout=_timeout(request, body.timeout, work=_count(body.texts, "texts")),
+    )
+    return result.to_dict()
+
+
 @api.post("/v1/score_list", response_model=wire.ScoreListResponse, responses=TOOL_ERRORS, tags=["tools"])
 async def score_list(body: wire.ScoreListRequest, request: Request) -> dict[str, Any]:
     """Score and rank stored artifacts by ref with an evaluator; each ref gets a stamp."""
@@ -260,10 +294,21 @@ async def score_list(body: wire.ScoreListRequest, request: Request) -> dict[str,
     return result.to_dict()
 
 
-async def _decide(tool: str, model: str, decision: DecisionRequest, request: Request) -> DecisionResponse:
+#: Headers of a decision's answer: its run in the run log, and the model calls it took, as a tool's
+#: usage.calls counts them; the System One and Decisions bodies have no field for either.
+RUN_ID_HEADER = "x-decirank-run-id"
+CALLS_HEADER = "x-decirank-calls"
+
+
+async def _decide(
+    tool: str, model: str, decision: DecisionRequest, request: Request, response: Response
+) -> DecisionResponse:
     timeout = _timeout(request, None, work=f"{len(decision.questions)} questions")
     async with ToolCall(tool, model=model, timeout=timeout) as call:
-        return await call.ask(decision)
+        answered = await call.ask(decision)
+    response.headers[RUN_ID_HEADER] = call.run_id
+    response.headers[CALLS_HEADER] = str(call.usage.calls)
+    return answered
 
 
 def _systemone_question(qid: str, question: Any) -> Any:
@@ -275,21 +320,21 @@ def _systemone_question(qid: str, question: Any) -> Any:
 
 
 @api.post("/v1/systemone", response_model=wire.SystemOneResponse, responses=TOOL_ERRORS, tags=["decisions"])
-async def systemone(body: wire.SystemOneRequest, request: Request) -> dict[str, Any]:
+async def systemone(body: wire.SystemOneRequest, request: Request, response: Response) -> dict[str, Any]:
     """Answer typed questions about a state in the System One format."""
     settings = settings_of(request)
     questions = {qid: _systemone_question(qid, question) for qid, question in body.questions.items()}
     model = served_model(body.model, settings, unknown_is_default=True)
-    response = await _decide("systemone", model, DecisionRequest(body.state, questions), request)
+    answered = await _decide("systemone", model, DecisionRequest(body.state, questions), request, response)
     return {
-        "model": response.model,
-        "answers": {qid: systemone_wire.encode_answer(response.answers[qid], q) for qid, q in questions.items()},
-        "usage": systemone_wire.encode_usage(response.usage),
+        "model": answered.model,
+        "answers": {qid: systemone_wire.encode_answer(answered.answers[qid], q) for qid, q in questions.items()},
+        "usage": systemone_wire.encode_usage(answered.usage),
     }
 
 
 @api.post("/v1/decisions", response_model=wire.DecisionsResponse, responses=TOOL_ERRORS, tags=["decisions"])
-async def decisions(body: wire.DecisionsRequest, request: Request) -> dict[str, Any]:
+async def decisions(body: wire.DecisionsRequest, request: Request, response: Response) -> dict[str, Any]:
     """Answer typed questions about an input in OpenAI's Decisions shape; answers in question order."""
     settings = settings_of(request)
     names = [question.name for question in body.questions]
@@ -305,14 +350,14 @@ async def decisions(body: wire.DecisionsRequest, request: Request) -> dict[str, 
         body.input if isinstance(body.input, str) else [m.model_dump(exclude_none=True) for m in body.input]
     )
     model = served_model(body.model, settings, unknown_is_default=True)
-    response = await _decide("decisions", model, DecisionRequest(state, questions), request)
+    answered = await _decide("decisions", model, DecisionRequest(state, questions), request, response)
     return {
-        "model": response.model,
+        "model": answered.model,
         "answers": [
-            decisions_wire.encode_answer(response.answers[qid], questions[qid], name)
+            decisions_wire.encode_answer(answered.answers[qid], questions[qid], name)
             for qid, name in zip(ids, names, strict=True)
         ],
-        "usage": decisions_wire.encode_usage(response.usage),
+        "usage": decisions_wire.encode_usage(answered.usage),
     }
 
 

@@ -49,7 +49,7 @@ class RankRequest(Body):
 
     items: list[Any] = Field(description="The list to rank.")
     instructions: str = Field(description="The choice question.")
-    state: Any = Field(description='The context the items are judged against, e.g. {"question": "..."}.')
+    state: Any = Field(None, description='The context the items are judged against, e.g. {"question": "..."}.')
     describe: str | None = Field(
         None, description="Dot path into each item to show as its option, e.g. url or meta.date."
     )
@@ -155,7 +155,7 @@ class RerankV2Response(BaseModel):
 class FilterRequest(Body):
     items: list[Any]
     question: str = Field(description="The yes/no question asked of each item.")
-    state: Any
+    state: Any = Field(None, description="The context the items are judged against; none: no context.")
     min_confidence: float = Field(DEFAULT_MIN_CONFIDENCE, description="Keep items at least this likely.")
     describe: str | None = None
     max_items_per_call: int | None = Field(None, ge=1)
@@ -182,6 +182,64 @@ class FilterResponse(BaseModel):
     dropped_count: int
     decisions: list[FilterDecision]
     min_confidence: float
+    model: str
+    usage: Usage
+    run_id: str | None
+
+
+Texts = Annotated[list[Any], Field(description="The texts, each asked about on its own (others shown as JSON).")]
+
+
+def _text_examples(answer: str) -> Any:
+    return Field(
+        None,
+        description=f'Labelled texts: [{{"state": <text>, "answer": {answer}}}], or the name of an example set '
+        "stored on this server.",
+    )
+
+
+class ClassifyRequest(Body):
+    """The input of ``builtin__classify``: one choice question per text."""
+
+    texts: Texts
+    question: str = Field(description="The choice question asked of each text.")
+    options: list[str] | dict[str, str] = Field(
+        description="The labels, or an object of label to description (2 to 255 options)."
+    )
+    none: str | None = Field(None, description="Text of a 'none of these' option, whose key is none.")
+    examples: list[dict[str, Any]] | str | None = _text_examples("<option key>")
+    model: ModelName = None
+    timeout: Timeout = None
+
+
+class ClassifyDecision(BaseModel):
+    index: int = Field(description="The text's position in the request.")
+    choice: str = Field(description="The chosen option's key (none when 'none of these' won).")
+    probability: float
+    probabilities: dict[str, float]
+
+
+class ClassifyResponse(BaseModel):
+    decisions: list[ClassifyDecision]
+    model: str
+    usage: Usage
+    run_id: str | None
+
+
+class ScoreRequest(Body):
+    """The input of ``builtin__score``: one likelihood question per text."""
+
+    texts: Texts
+    question: str = Field(description="The yes/no question asked of each text.")
+    true: str | None = Field(None, description="What a yes means.")
+    false: str | None = Field(None, description="What a no means.")
+    examples: list[dict[str, Any]] | str | None = _text_examples("true/false")
+    model: ModelName = None
+    timeout: Timeout = None
+
+
+class ScoreResponse(BaseModel):
+    probabilities: list[float] = Field(description="Each text's probability, in input order.")
     model: str
     usage: Usage
     run_id: str | None

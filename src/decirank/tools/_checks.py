@@ -22,6 +22,7 @@ __all__ = [
     "check_items",
     "check_optional_text",
     "check_probability_threshold",
+    "check_state",
     "check_top_k",
 ]
 
@@ -66,6 +67,11 @@ def check_encodable(value: Any, field: str) -> Any:
                 children = [(f"{path}.{index}", item) for index, item in enumerate(current)]
             stack.extend(reversed(children))
     return value
+
+
+def check_state(state: Any) -> Any:
+    """The context questions are asked in; none given is the empty context, as ``decirank batch`` sends it."""
+    return {} if state is None else check_encodable(state, "state")
 
 
 def check_items(items: Any, field: str = "items") -> list[Any]:

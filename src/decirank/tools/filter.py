@@ -26,12 +26,12 @@ from ..errors import InvalidInputError
 from ..types.answers import Usage
 from ..types.questions import Example
 from ._checks import (
-    check_encodable,
     check_examples,
     check_instructions,
     check_items,
     check_optional_text,
     check_probability_threshold,
+    check_state,
 )
 from ._likelihoods import ask_likelihoods, check_per_call, questions_per_call
 from .rank import item_text, option_texts
@@ -131,7 +131,7 @@ def item_examples(examples: Any, describe: str | None) -> tuple[Example, ...]:
 async def afilter(
     items: Sequence[Any],
     question: str,
-    state: Any,
+    state: Any = None,
     *,
     min_confidence: float = DEFAULT_MIN_CONFIDENCE,
     describe: str | None = None,
@@ -142,7 +142,7 @@ async def afilter(
     examples: Sequence[Any] | str | None = None,
     show_progress: bool = False,
 ) -> FilterResult:
-    """Keep the items for which ``question`` is likely true, given ``state``.
+    """Keep the items for which ``question`` is likely true, given ``state`` (optional: none is no context).
 
     ``describe`` is a dot path into each item to show (the whole item otherwise).
     ``examples`` are labelled items the model may learn from: a list of
@@ -152,7 +152,7 @@ async def afilter(
     """
     items = check_items(items)
     question = check_instructions(question, "question")
-    state = check_encodable(state, "state")
+    state = check_state(state)
     threshold = check_probability_threshold(min_confidence, "min_confidence")
     if threshold is None:
         threshold = DEFAULT_MIN_CONFIDENCE
@@ -186,7 +186,7 @@ async def afilter(
 def filter(  # shadows the builtin on purpose: it is the tool's name, and the builtin is unused here
     items: Sequence[Any],
     question: str,
-    state: Any,
+    state: Any = None,
     *,
     min_confidence: float = DEFAULT_MIN_CONFIDENCE,
     describe: str | None = None,

@@ -21,7 +21,7 @@ from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, LimitExceededError
 from ..types.answers import ChoiceAnswer, Usage
 from ..types.questions import ChoiceQuestion, DecisionRequest
-from ._checks import check_encodable, check_instructions, check_items, check_optional_text, check_top_k
+from ._checks import check_instructions, check_items, check_optional_text, check_state, check_top_k
 
 __all__ = ["RankResult", "RankedItem", "arank", "rank"]
 
@@ -123,7 +123,7 @@ def plan_rank(
     describe = check_optional_text(describe, "describe")
     none = check_optional_text(none, "none")
     top_k = check_top_k(top_k, allow_zero=False)
-    state = check_encodable(state, "state")
+    state = check_state(state)
     return _Plan(
         items=items,
         option_texts=option_texts(items, describe),
@@ -231,7 +231,7 @@ def build_result(plan: _Plan, outcome: _Round, *, model: str, usage: Usage, run_
 async def arank(
     items: Sequence[Any],
     instructions: str,
-    state: Any,
+    state: Any = None,
     *,
     describe: str | None = None,
     none: str | None = None,
@@ -240,7 +240,7 @@ async def arank(
     timeout: float | None = None,
     base_url: str | None = None,
 ) -> RankResult:
-    """Rank ``items`` against ``instructions`` in the context of ``state``.
+    """Rank ``items`` against ``instructions`` in the context of ``state`` (optional: none is no context).
 
     ``describe`` is a dot path into each item to show as its option (the whole
     item otherwise); ``none`` adds a "nothing fits" option; ``top_k`` keeps the
@@ -275,7 +275,7 @@ async def arank(
 def rank(
     items: Sequence[Any],
     instructions: str,
-    state: Any,
+    state: Any = None,
     *,
     describe: str | None = None,
     none: str | None = None,

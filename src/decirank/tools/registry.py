@@ -19,9 +19,11 @@ from typing import Any, Protocol
 from ..decisions.decider import DEFAULT_ROLE
 from ..errors import InvalidInputError
 from ._checks import check_optional_text
+from .classify import NONE_KEY, aclassify
 from .filter import DEFAULT_MIN_CONFIDENCE, afilter
 from .rank import arank
 from .rerank import arerank
+from .score import ascore
 from .score_list import DEFAULT_MAX_CONCURRENCY, ascore_list
 
 __all__ = ["ToolSpec", "call_tool", "check_arguments", "get_tool", "tool_specs"]
@@ -87,7 +89,7 @@ async def _run_rank(arguments: dict[str, Any], *, allow_exec: bool) -> dict[str,
     result = await arank(
         arguments["items"],
         arguments["instructions"],
-        arguments["state"],
+        arguments.get("state"),
         describe=arguments.get("describe"),
         none=arguments.get("none"),
         top_k=arguments.get("top_k"),
@@ -111,11 +113,35 @@ async def _run_filter(arguments: dict[str, Any], *, allow_exec: bool) -> dict[st
     result = await afilter(
         arguments["items"],
         arguments["question"],
-        arguments["state"],
+        arguments.get("state"),
         min_confidence=arguments.get("min_confidence", DEFAULT_MIN_CONFIDENCE),
         describe=arguments.get("describe"),
         model=_model_argument(arguments),
         examples=arguments.get("examples"),
+    )
+    return result.to_dict()
+
+
+async def _run_classify(arguments: dict[str, Any], *, allow_exec: bool) -> dict[str, Any]:
+    result = await aclassify(
+        arguments["texts"],
+        arguments["question"],
+        arguments["options"],
+        none=arguments.get("none"),
+        examples=arguments.get("examples"),
+        model=_model_argument(arguments),
+    )
+    return result.to_dict()
+
+
+async def _run_score(arguments: dict[str, Any], *, allow_exec: bool) -> dict[str, Any]:
+    result = await ascore(
+        arguments["texts"],
+        arguments["question"],
+        true=arguments.get("true"),
+        false=arguments.get("false"),
+        examples=arguments.get("examples"),
+        model=_model_argument(arguments),
     )
     return result.to_dict()
 
@@ -165,11 +191,12 @@ RANK = ToolSpec(
             "model": _MODEL,
             "none": {"type": "string", "description": "Text of a 'nothing fits' option"},
             "state": {
-                "description": 'The context the items are judged against, e.g. {"question": "{{input.question}}"}'
+                "description": 'The context the items are judged against, e.g. {"question": "{{input.question}}"}; '
+                "optional"
             },
             "top_k": {"type": "integer", "minimum": 1, "description": "Keep only the best k"},
         },
-        ["instructions", "items", "state"],
+        ["instructions", "items"],
         closed=True,
     ),
     output_schema=_object(
@@ -277,7 +304,7 @@ FILTER = ToolSpec(
         {
             "items": {"type": "array", "items": _ANY, "description": "The list, usually a template like {{E1.items}}"},
             "question": {"type": "string", "description": "The yes/no question asked of each item"},
-            "state": {"description": "The context the items are judged against"},
+            "state": {"description": "The context the items are judged against; optional"},
             "min_confidence": {
                 "type": "number",
                 "minimum": 0,
@@ -307,7 +334,7 @@ FILTER = ToolSpec(
             },
             "model": _MODEL,
         },
-        ["items", "question", "state"],
+        ["items", "question"],
         closed=True,
     ),
     output_schema=_object(
@@ -340,6 +367,127 @@ FILTER = ToolSpec(
     ),
     read_only=True,
     run=_run_filter,
+)
+
+_TEXTS = {
+    "type": "array",
+    "items": _ANY,
+    "description": "The texts, each asked about on its own (anything but a string is shown as JSON)",
+}
+
+
+def _text_examples(answer: dict[str, Any], answer_words: str) -> dict[str, Any]:
+    """The schema of ``examples`` for a tool whose texts are the states: labelled texts, or a stored set's name."""
+    return {
+        "description": (
+            f'Labelled texts that teach the question: [{{"state": "<text>", "answer": {answer_words}}}], '
+            "or the name of a stored example set"
+        ),
+        "anyOf": [
+            {
+                "type": "array",
+                "items": _object({"state": _ANY, "answer": answer}, ["state", "answer"], closed=True),
+            },
+            {"type": "string"},
+        ],
+    }
+
+
+CLASSIFY = ToolSpec(
+    name="builtin__classify",
+    title="Classify texts",
+    description=(
+        "Picks, for each text, the option a question asks for: one choice question per text.\n\n"
+        "Each text is the state of its own choice question over options (a list of labels, or an object of "
+        "label to description), so a text's answer never depends on the other texts. none adds a 'none of "
+        f"these' option whose key is {NONE_KEY}. decisions carries, per text in input order, the chosen key, its "
+        "probability and every option's probability. examples (labelled texts, or a stored example set's name) "
+        "teach a model that learns from them what the options mean."
+    ),
+    input_schema=_object(
+        {
+            "texts": _TEXTS,
+            "question": {"type": "string", "description": "The choice question asked of each text"},
+            "options": {
+                "description": "The labels, or an object of label to description (2 to 255 options)",
+                "anyOf": [
+                    {"type": "array", "items": {"type": "string"}},
+                    {"type": "object", "additionalProperties": {"type": "string"}},
+                ],
+            },
+            "none": {"type": "string", "description": f"Text of a 'none of these' option (key {NONE_KEY})"},
+            "examples": _text_examples({"type": "string"}, '"<option key>"'),
+            "model": _MODEL,
+        },
+        ["texts", "question", "options"],
+        closed=True,
+    ),
+    output_schema=_object(
+        {
+            "decisions": {
+                "type": "array",
+                "description": "One decision per text, in input order",
+                "items": _object(
+                    {
+                        "index": {"type": "integer"},
+                        "choice": {"type": "string"},
+                        "probability": {"type": "number"},
+                        "probabilities": {"type": "object", "additionalProperties": {"type": "number"}},
+                    },
+                    ["index", "choice", "probability", "probabilities"],
+                    closed=False,
+                ),
+            },
+            "model": _ANSWERED_BY,
+            "usage": _USAGE,
+            "run_id": _RUN_ID,
+        },
+        ["decisions"],
+        closed=False,
+    ),
+    read_only=True,
+    run=_run_classify,
+)
+
+SCORE = ToolSpec(
+    name="builtin__score",
+    title="Score texts with a yes/no question",
+    description=(
+        "The probability that a yes/no question is true of each text: one likelihood question per text.\n\n"
+        "Each text is the state its question is asked about ('Is this review positive?' of every review); "
+        "true and false optionally say what each answer means. probabilities are in input order, and a text's "
+        "score never depends on the other texts. Unlike builtin__filter, which asks about one state with each "
+        "item inside the question, this asks about each text itself. examples (labelled texts, or a stored "
+        "example set's name) teach a model that learns from them what the question means."
+    ),
+    input_schema=_object(
+        {
+            "texts": _TEXTS,
+            "question": {"type": "string", "description": "The yes/no question asked of each text"},
+            "true": {"type": "string", "description": "What a yes means"},
+            "false": {"type": "string", "description": "What a no means"},
+            "examples": _text_examples({"type": "boolean"}, "true|false"),
+            "model": _MODEL,
+        },
+        ["texts", "question"],
+        closed=True,
+    ),
+    output_schema=_object(
+        {
+            "probabilities": {
+                "type": "array",
+                "items": {"type": "number"},
+                "description": "Each text's probability, in input order",
+            },
+            "model": _ANSWERED_BY,
+            "usage": _USAGE,
+            "run_id": _RUN_ID,
+        },
+        ["probabilities"],
+        closed=False,
+    ),
+    read_only=True,
+    run=_run_score,
 )
 
 _REF = {"type": "string", "description": "run_id/agent_id"}
@@ -428,7 +576,7 @@ SCORE_LIST = ToolSpec(
     run=_run_score_list,
 )
 
-_TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (RANK, RERANK, FILTER, SCORE_LIST)}
+_TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (RANK, RERANK, FILTER, CLASSIFY, SCORE, SCORE_LIST)}
 
 
 def tool_specs() -> list[ToolSpec]:

@@ -68,7 +68,7 @@
     });
     return keyAsked;
   }
-  async function api(url, body) {
+  async function api(url, body, meta) {
     for (;;) {
       const key = sessionStorage.getItem(KEY);
       const headers = {};
@@ -83,6 +83,7 @@
       let data = null;
       try { data = await response.json(); } catch (_) { /* not JSON */ }
       if (!response.ok) throw new ApiError(response.status, data);
+      if (meta) meta.headers = response.headers;
       return data;
     }
   }
@@ -96,8 +97,9 @@
     filter: { question: "Is this page about pets?", items: "How to bathe a cat without tears\nSourdough starter feeding schedule\nDog flea treatments compared\nBicycle chain maintenance", state: '{"site": "a vet clinic"}' },
     choice: { question: "What does the customer want?", items: "refund: asks for their money back\ndelivery: asks where the order is\ncancel: wants to cancel the order", state: "My parcel has not arrived yet. Where is it?" },
     noul: { question: "Is this movie review positive?", state: "A warm, funny film; I would see it again tomorrow.", true: "a positive review", false: "a negative review" },
-    score: { question: "How urgent is this ticket?", items: "not urgent\nsomewhat urgent\nurgent\ncritical", state: "The production database is down and no customer can log in." },
-    score_list: { items: "run-1/agent-a\nrun-1/agent-b", evaluatorKind: "validate", evaluatorArg: "json" },
+    levels: { question: "How urgent is this ticket?", items: "not urgent\nsomewhat urgent\nurgent\ncritical", state: "The production database is down and no customer can log in." },
+    classify: { question: "What does the customer want?", items: "My parcel has not arrived yet. Where is it?\nI want my money back for the broken kettle\nPlease cancel my order", options: "refund: asks for their money back\ndelivery: asks where the order is\ncancel: wants to cancel the order", none: "something else" },
+    score: { question: "Is this movie review positive?", items: "A warm, funny film; I would see it again tomorrow.\nTwo hours I will never get back.", true: "a positive review", false: "a negative review" },
   };
   const LABELS = {
     rank: ["Instructions", "Items", "one per line, or a JSON array"],
@@ -105,15 +107,27 @@
     filter: ["Question (yes/no, asked of each item)", "Items", "one per line, or a JSON array"],
     choice: ["Instructions", "Options", "one per line, as key: description, or a JSON object"],
     noul: ["Statement (how likely is it true of the state?)", "", ""],
-    score: ["Instructions", "Levels", "lowest first, one per line (2 to 10)"],
+    levels: ["Instructions", "Levels", "lowest first, one per line (2 to 10)"],
+    classify: ["Question (a choice, asked of each text)", "Texts", "one per line, or a JSON array"],
+    score: ["Question (yes/no, asked of each text)", "Texts", "one per line, or a JSON array"],
     score_list: ["", "Refs", "run_id/agent_id of stored artifacts, one per line"],
   };
-  const mode = () => (tool === "decision" ? $("#decision-type").value : tool);
+  // Each tab keeps its own draft: switching tabs never carries one tool's question to another.
+  const DRAFT = ["#question", "#items", "#state", "#options", "#none", "#examples", "#noul-true", "#noul-false", "#describe", "#evaluator-arg"];
+  const drafts = {};
+  let shownMode = null;
+  // A decision's type is its mode; a score decision's is "levels", apart from the score tool.
+  const mode = () => (tool === "decision" ? $("#decision-type").value.replace(/^score$/, "levels") : tool);
 
   function setTool(name) {
     tool = name;
     $$("#tool-tabs button").forEach((b) => b.classList.toggle("on", b.dataset.tool === name));
     const m = mode();
+    if (shownMode !== null && shownMode !== m) {
+      drafts[shownMode] = DRAFT.map((sel) => $(sel).value);
+      DRAFT.forEach((sel, i) => ($(sel).value = drafts[m] ? drafts[m][i] : ""));
+    }
+    shownMode = m;
     const active = new Set([tool, m]);
     $$("[data-for]").forEach((el) => (el.hidden = !el.dataset.for.split(" ").some((t) => active.has(t))));
     $$("[data-not]").forEach((el) => (el.hidden = el.dataset.not.split(" ").some((t) => active.has(t))));
@@ -125,12 +139,21 @@
     refreshCode();
   }
 
-  function fillExample() {
+  async function fillExample() {
+    if (mode() === "score_list") {
+      // Refs that exist: the server stores its two example artifacts (fixed texts) and names them.
+      let stored;
+      try { stored = await api("v1/example-artifacts", {}); } catch (error) { return showError(error.message); }
+      const [kind, arg] = stored.evaluator.split(/:(.*)/);
+      EXAMPLES.score_list = { items: stored.refs.join("\n"), evaluatorKind: kind, evaluatorArg: arg };
+    }
     const example = EXAMPLES[mode()];
     $("#question").value = example.question || "";
     $("#items").value = example.items || "";
     $("#state").value = example.state || "";
     $("#none").value = example.none || "";
+    $("#options").value = example.options || "";
+    $("#examples").value = "";
     $("#noul-true").value = example.true || "";
     $("#noul-false").value = example.false || "";
     if (example.evaluatorKind) $("#evaluator-kind").value = example.evaluatorKind;
@@ -160,19 +183,25 @@
     if (!t) return null;
     try { return JSON.parse(t); } catch (_) { return t; }
   }
-  function parseOptions(raw) {
+  function parseOptions(raw, labels) {
     const t = raw.trim();
-    if (t[0] === "{") {
+    if (t[0] === "{" || (labels && t[0] === "[")) {
       try { return JSON.parse(t); } catch (error) { throw new Error("The options start like JSON but are not: " + error.message); }
     }
     const options = {};
     parseList(raw).forEach((line, index) => {
       const match = typeof line === "string" && line.match(/^([\w.-]{1,40}):\s+(.+)$/);
-      const key = match ? match[1] : String(index + 1);
+      const key = match ? match[1] : labels ? text(line) : String(index + 1);
       if (key in options) throw new Error(`The option key ${key} is given twice`);
       options[key] = match ? match[2] : text(line);
     });
     return options;
+  }
+  function parseExamples() {
+    const t = $("#examples").value.trim();
+    if (!t) return undefined;
+    if (t[0] !== "[") return t; // a stored set's name
+    try { return JSON.parse(t); } catch (error) { throw new Error("The examples start like JSON but are not: " + error.message); }
   }
   const number = (sel) => ($(sel).value.trim() === "" ? undefined : Number($(sel).value));
   const optional = (sel) => $(sel).value.trim() || undefined;
@@ -181,7 +210,7 @@
     let note = "";
     try {
       const n = parseList($("#items").value).length;
-      if (n) note = `${n} ${mode() === "choice" ? "options" : mode() === "score" ? "levels" : "items"}`;
+      if (n) note = `${n} ${LABELS[mode()][1].toLowerCase()}`;
       if (tool === "rank" && n > MAX_OPTIONS) note += ` · over ${MAX_OPTIONS}: ranked in chunks, then a final round`;
     } catch (error) { note = error.message; }
     $("#items-count").textContent = note;
@@ -194,25 +223,33 @@
     const question = $("#question").value.trim();
     const timeout = number("#timeout");
     const state = parseState($("#state").value);
+    const list = tool === "decision" ? null : parseList($("#items").value);
+    if (list && !list.length) throw new Error(`Give the ${LABELS[m][1].toLowerCase()} first: ${LABELS[m][2]}.`);
     let url, body;
     if (m === "rank") {
       url = "v1/rank";
-      body = { items: parseList($("#items").value), instructions: question, state, describe: optional("#describe"), none: optional("#none"), top_k: number("#top-k"), model, timeout };
+      body = { items: list, instructions: question, state, describe: optional("#describe"), none: optional("#none"), top_k: number("#top-k"), model, timeout };
     } else if (m === "rerank") {
       url = "v1/rerank";
-      body = { query: question, documents: parseList($("#items").value).map((d) => (typeof d === "string" || (d && typeof d === "object") ? d : String(d))), top_n: number("#top-k"), min_relevance: number("#min-relevance"), return_documents: true, model, timeout };
+      body = { query: question, documents: list.map((d) => (typeof d === "string" || (d && typeof d === "object") ? d : String(d))), top_n: number("#top-k"), min_relevance: number("#min-relevance"), return_documents: true, model, timeout };
     } else if (m === "filter") {
       url = "v1/filter";
-      body = { items: parseList($("#items").value), question, state, min_confidence: number("#min-confidence") ?? 0.5, describe: optional("#describe"), model, timeout };
+      body = { items: list, question, state, min_confidence: number("#min-confidence") ?? 0.5, describe: optional("#describe"), examples: parseExamples(), model, timeout };
+    } else if (m === "classify") {
+      url = "v1/classify";
+      body = { texts: list, question, options: parseOptions($("#options").value, true), none: optional("#none"), examples: parseExamples(), model, timeout };
+    } else if (m === "score") {
+      url = "v1/score";
+      body = { texts: list, question, true: optional("#noul-true"), false: optional("#noul-false"), examples: parseExamples(), model, timeout };
     } else if (m === "score_list") {
       const kind = $("#evaluator-kind").value;
       if (kind === "exec" && !server.allow_exec) throw new Error("This server does not allow exec: evaluators");
       url = "v1/score_list";
-      body = { refs: parseList($("#items").value).map(text), evaluator: `${kind}:${$("#evaluator-arg").value.trim()}`, top_k: number("#top-k"), model, timeout };
+      body = { refs: list.map(text), evaluator: `${kind}:${$("#evaluator-arg").value.trim()}`, top_k: number("#top-k"), model, timeout };
     } else {
       let q;
       if (m === "choice") q = { type: "choice", instructions: question, criteria: parseOptions($("#items").value) };
-      else if (m === "score") q = { type: "score", instructions: question, criteria: parseList($("#items").value).map(text) };
+      else if (m === "levels") q = { type: "score", instructions: question, criteria: parseList($("#items").value).map(text) };
       else {
         q = { type: "noul", instructions: question };
         const yes = optional("#noul-true"), no = optional("#noul-false");
@@ -236,10 +273,11 @@
     $("#play-status").textContent = "asking…";
     const started = performance.now();
     try {
-      const data = await api(request.url, request.body);
+      const meta = {};
+      const data = await api(request.url, request.body, meta);
       const elapsed = performance.now() - started;
       $("#play-status").textContent = "";
-      await showResult(request, data, elapsed);
+      await showResult(request, data, elapsed, meta.headers);
     } catch (error) {
       $("#play-status").textContent = "";
       showError(error.message);
@@ -269,17 +307,21 @@
       h("span", { class: "pos", text: position ?? "" }),
       h("span", { class: "label", title }, label, ...(options.tags || []).map((t) => h("span", { class: "tag", text: t }))),
       bar,
-      h("span", { class: "pct", text: options.value ?? pct(probability) }));
+      h("span", { class: "pct", text: options.value ?? pct(probability) }),
+      options.note ? h("div", { class: "note", text: options.note }) : null);
   }
 
-  async function showResult(request, data, elapsed) {
+  async function showResult(request, data, elapsed, headers) {
     const bars = $("#bars");
     bars.replaceChildren();
     $("#no-fit").hidden = true;
     $("#chunks").hidden = true;
     const body = request.body;
     const usage = data.usage || (data.meta && data.meta.usage) || {};
-    const runId = data.run_id || data.id || null;
+    // A decision's body has no run id or call count: the server sends them as headers.
+    const header = (name) => (headers ? headers.get("x-decirank-" + name) : null);
+    const runId = data.run_id || data.id || header("run-id");
+    if (usage.calls === undefined && header("calls") !== null) usage.calls = Number(header("calls"));
     const facts = [
       ["model", data.model || (data.meta && data.meta.model) || "—"],
       ["tokens", `${int(usage.input_tokens)} in · ${int(usage.output_tokens)} out`],
@@ -318,8 +360,12 @@
       const sorted = [...data.decisions].sort((a, b) => b.probability - a.probability || a.index - b.index);
       sorted.forEach((d, i) => bars.append(barRow(i + 1, label(d.item, body.describe), d.probability, { index: d.index, class: d.kept ? "kept" : "dropped", tags: [d.kept ? "kept" : "dropped"], threshold: data.min_confidence })));
       summary.append(h("span", {}, "kept ", h("b", { text: `${data.count} of ${data.decisions.length}` })));
+    } else if (request.mode === "classify") {
+      data.decisions.forEach((d) => bars.append(barRow(d.index + 1, label(body.texts[d.index]), d.probability, { index: d.index, tags: [d.choice] })));
+    } else if (request.mode === "score") {
+      data.probabilities.forEach((p, i) => bars.append(barRow(i + 1, label(body.texts[i]), p, { index: i })));
     } else if (request.mode === "score_list") {
-      data.ranked.forEach((r) => bars.append(barRow(r.rank, r.ref, r.score, { class: r.pruned ? "dropped" : "", tags: [r.verdict, ...(r.pruned ? ["pruned"] : [])], value: r.score === null ? "—" : r.score.toFixed(3) })));
+      data.ranked.forEach((r) => bars.append(barRow(r.rank, r.ref, r.score, { class: r.pruned ? "dropped" : "", tags: [r.verdict, ...(r.pruned ? ["pruned"] : [])], value: r.score === null ? "—" : r.score.toFixed(3), note: [r.reason, ...r.issues.map((issue) => "• " + issue)].filter(Boolean).join("\n") })));
     } else {
       const answer = data.answers.q;
       const question = body.questions.q;
@@ -408,7 +454,9 @@
     if (language === "python") {
       if (request.mode === "rank") return `import decirank\n\nresult = decirank.rank(\n${kwargs([["items", b.items], ["instructions", b.instructions], ["state", b.state], ["describe", b.describe], ["none", b.none], ["top_k", b.top_k], ["model", model], ["timeout", b.timeout]])})\nfor entry in result.ranked:\n    print(entry.probability, entry.item)\n`;
       if (request.mode === "rerank") return `import decirank\n\nresult = decirank.rerank(\n${kwargs([["query", b.query], ["documents", b.documents], ["top_k", b.top_n], ["min_relevance", b.min_relevance], ["model", model], ["timeout", b.timeout]])})\nprint(result.to_dict())\n`;
-      if (request.mode === "filter") return `import decirank\n\nresult = decirank.filter(\n${kwargs([["items", b.items], ["question", b.question], ["state", b.state], ["min_confidence", b.min_confidence], ["describe", b.describe], ["model", model], ["timeout", b.timeout]])})\nprint(result.items)\n`;
+      if (request.mode === "filter") return `import decirank\n\nresult = decirank.filter(\n${kwargs([["items", b.items], ["question", b.question], ["state", b.state], ["min_confidence", b.min_confidence], ["describe", b.describe], ["examples", b.examples], ["model", model], ["timeout", b.timeout]])})\nprint(result.items)\n`;
+      if (request.mode === "classify") return `import decirank\n\nresult = decirank.classify(\n${kwargs([["texts", b.texts], ["question", b.question], ["options", b.options], ["none", b.none], ["examples", b.examples], ["model", model], ["timeout", b.timeout]])})\nfor decision in result.decisions:\n    print(decision.choice, decision.probability)\n`;
+      if (request.mode === "score") return `import decirank\n\nresult = decirank.score(\n${kwargs([["texts", b.texts], ["question", b.question], ["true", b.true], ["false", b.false], ["examples", b.examples], ["model", model], ["timeout", b.timeout]])})\nprint(result.probabilities)\n`;
       if (request.mode === "score_list") return `import decirank\n\nresult = decirank.score_list(\n${kwargs([["refs", b.refs], ["evaluator", b.evaluator], ["top_k", b.top_k], ["model", model], ["timeout", b.timeout]])})\nprint(result.to_dict())\n`;
       const q = b.questions.q;
       let question;
@@ -421,9 +469,13 @@
     const flags = (pairs) => pairs.filter(([, v]) => v !== undefined && v !== null).map(([f, v]) => ` \\\n  ${f} ${sq(v)}`).join("");
     const stdin = (list) => ` <<'EOF'\n${JSON.stringify(list, null, 1)}\nEOF\n`;
     const state = (s) => (s === null ? "null" : typeof s === "string" ? s : JSON.stringify(s));
+    // --examples takes a file or a stored set's name; examples written out in the form stay in the Python and curl tabs.
+    const examples = typeof b.examples === "string" ? b.examples : undefined;
     if (request.mode === "rank") return `decirank rank - --json${flags([["-m", model], ["-i", b.instructions], ["-s", state(b.state)], ["-d", b.describe], ["--none", b.none], ["-k", b.top_k], ["--timeout", b.timeout]])}${stdin(b.items)}`;
     if (request.mode === "rerank") return `decirank rerank - --json${flags([["-m", model], ["-q", b.query], ["-k", b.top_n], ["--min-relevance", b.min_relevance], ["--timeout", b.timeout]])}${stdin(b.documents)}`;
-    if (request.mode === "filter") return `decirank filter - --json${flags([["-m", model], ["-q", b.question], ["-s", state(b.state)], ["--min-confidence", b.min_confidence], ["-d", b.describe], ["--timeout", b.timeout]])}${stdin(b.items)}`;
+    if (request.mode === "filter") return `decirank filter - --json${flags([["-m", model], ["-q", b.question], ["-s", state(b.state)], ["--min-confidence", b.min_confidence], ["-d", b.describe], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.items)}`;
+    if (request.mode === "classify") return `decirank classify - --json${flags([["-m", model], ["-q", b.question], ["--options", JSON.stringify(b.options)], ["--none", b.none], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.texts)}`;
+    if (request.mode === "score") return `decirank score - --json${flags([["-m", model], ["-q", b.question], ["--true", b.true], ["--false", b.false], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.texts)}`;
     if (request.mode === "score_list") return `decirank score-list --refs - --json${flags([["-m", model], ["-e", b.evaluator], ["-k", b.top_k], ["--timeout", b.timeout]])}${stdin(b.refs)}`;
     return `# decirank has no command for one raw question; ask this server's /v1/systemone (the curl tab),\n# or point any System One client at it: --model systemone:${model} --base-url ${origin.replace(/\/$/, "")}\n`;
   }
