@@ -11,7 +11,7 @@ import typer
 
 from ..errors import MissingAssetError
 from ._app import app
-from ._output import error_console
+from ._output import check_host, error_console
 
 
 class LogLevel(str, Enum):
@@ -44,7 +44,10 @@ def _positive_seconds(value: float | None) -> float | None:
 @app.command()
 def serve(
     host: Annotated[
-        str, typer.Option("--host", help="Address to bind; other machines reach only a non-loopback one.")
+        str,
+        typer.Option(
+            "--host", callback=check_host, help="Address to bind; other machines reach only a non-loopback one."
+        ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on.")] = 8000,
     model: Annotated[

@@ -35,6 +35,7 @@ from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
+from .._jsonpath import first_unfit
 from ..decisions.decider import DEFAULT_ROLE, Decider
 from ..errors import (
     AllModelsFailedError,
@@ -128,52 +129,14 @@ class BodyError(InvalidInputError):
         return {**super().to_dict(), "type": "InvalidInputError"}
 
 
-def _path_text(location: list[str | int]) -> str:
-    return ".".join(str(part) for part in location) or "the body"
-
-
 def _first_unfit(document: Any) -> BodyError | None:
-    """The first value (in document order) that JSON or UTF-8 cannot carry: NaN, ±Infinity, a lone surrogate."""
-    stack: list[tuple[list[str | int], Any]] = [([], document)]
-    while stack:
-        location, value = stack.pop()
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as error:
-                return BodyError(
-                    location,
-                    "text without lone surrogates",
-                    detail=f"got the lone surrogate {_clean_text(value[error.start : error.end])}, "
-                    "which UTF-8 cannot encode",
-                    kind="string_unicode",
-                )
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                return BodyError(
-                    location,
-                    "a finite number",
-                    detail=f"got {json.dumps(value)}; JSON has no NaN or Infinity",
-                    kind="finite_number",
-                )
-        elif isinstance(value, dict):
-            children: list[tuple[list[str | int], Any]] = []
-            for key, item in value.items():
-                try:
-                    key.encode("utf-8")
-                except UnicodeEncodeError:
-                    return BodyError(
-                        [*location, _clean_text(key)],
-                        "keys without lone surrogates",
-                        detail=f"the key {_clean_text(key)!r} in {_path_text(location)} holds a lone "
-                        "surrogate, which UTF-8 cannot encode",
-                        kind="string_unicode",
-                    )
-                children.append(([*location, key], item))
-            stack.extend(reversed(children))
-        elif isinstance(value, list):
-            stack.extend(reversed([([*location, index], item) for index, item in enumerate(value)]))
-    return None
+    """The first value (in document order) decirank cannot take: NaN, ±Infinity, a lone surrogate, or
+    containers nested deeper than :data:`~decirank._jsonpath.MAX_NESTING`."""
+    found = first_unfit(document)
+    if found is None:
+        return None
+    location = [_clean_text(part) if isinstance(part, str) else part for part in found.path]
+    return BodyError(location, found.expected, detail=found.problem, kind=found.kind)
 
 
 def parse_body(body: bytes) -> Any:

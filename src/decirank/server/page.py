@@ -160,7 +160,11 @@ def runlog_runs(
     if runlog is None:
         return {"enabled": False, "runs": [], "tools": [], "models": [], "statuses": list(RUN_STATUSES)}
     found = runlog.runs(limit=limit, tool=tool or None, status=status or None, model=model or None, with_inputs=True)
-    rows = [{**row, "items": _item_count(row.pop("inputs"))} for row in found]
+    # The inputs are read only to count the items: the list itself stays small.
+    rows = []
+    for row in found:
+        inputs = row.pop("inputs")
+        rows.append({**row, "items": _item_count(inputs)})
     database = runlog.database
     tools = [r["tool"] for r in database.query("SELECT DISTINCT tool FROM runs WHERE kind = 'tool' ORDER BY tool")]
     used = [r["model"] for r in database.query("SELECT DISTINCT model FROM runs WHERE kind = 'model' ORDER BY model")]
