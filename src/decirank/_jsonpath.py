@@ -172,7 +172,8 @@ def first_unfit(value: Any, *, finite: bool = True) -> Unfit | None:
                         problem = f"the key {key!r} is a {type(key).__name__}"
                         return Unfit((*path, str(key)), "key_type", "keys that are strings", problem)
                     if found := _SURROGATE.search(key):
-                        problem = f"U+{ord(found.group()):04X} in a key is a lone surrogate, which UTF-8 text cannot hold"
+                        code = f"U+{ord(found.group()):04X}"
+                        problem = f"{code} in a key is a lone surrogate, which UTF-8 text cannot hold"
                         return Unfit((*path, key), "string_unicode", "keys without lone surrogates", problem)
                     children.append(((*path, key), item, depth))
                 stack.extend(reversed(children))

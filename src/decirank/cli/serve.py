@@ -84,8 +84,7 @@ def serve(
     /v1/systemone and /v1/decisions; the run log at /v1/runs; the API docs at /docs.
     """
     try:
-        import uvicorn
-
+        from .._serving import server
         from ..server import create_app
     except ImportError as error:
         raise MissingAssetError("the HTTP server (fastapi, uvicorn)", "pip install 'decirank[server]'") from error
@@ -97,4 +96,4 @@ def serve(
     if not _is_loopback(host) and api_key is None:
         error_console.print(f"warning: serving on {host} without --api-key: anyone who can reach it may use it")
     error_console.print(f"decirank serve: http://{host}:{port} (model {model}, docs at /docs)")
-    uvicorn.run(application, host=host, port=port, log_level=log_level.value)
+    server(application, host=host, port=port, log_level=log_level.value).run()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import secrets
 import sys
 import uuid
 from collections.abc import Callable, Coroutine
@@ -27,7 +28,7 @@ from email.message import Message as MimeHeader
 from typing import Any
 
 import anyio
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -56,12 +57,15 @@ __all__ = [
     "SafeJSONResponse",
     "ServerSettings",
     "create_app",
+    "needs_api_key",
     "parse_body",
 ]
 
 logger = logging.getLogger("decirank.server")
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+#: Seconds a client has to send a request's whole body once its headers are in.
+DEFAULT_BODY_TIMEOUT = 10.0
 #: Seconds a request may take when it names no budget of its own.
 DEFAULT_TIMEOUT = 30.0
 
@@ -198,9 +202,12 @@ class GuardedRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
+        takes_body = self.body_field is not None
+
         async def guarded(request: Request) -> Response:
             parsed = _ParsedRequest(request.scope, request.receive)
-            if _is_json(parsed.headers.get("content-type")) and await parsed.body():
+            # A route without a body ignores one sent anyway (a GET with a body), as FastAPI does.
+            if takes_body and _is_json(parsed.headers.get("content-type")) and await parsed.body():
                 await parsed.json()  # a BodyError here goes to the error handlers, as any DecirankError
             return await handler(parsed)
 
@@ -226,8 +233,21 @@ class _HTTPMiddleware:
         raise NotImplementedError
 
 
+def _refusal(status: int, kind: str, message: str, **headers: str) -> JSONResponse:
+    """A refusal of the request as sent (its size, framing or pace), before anything reads it.
+
+    The connection is closed after it: the rest of what the client sends cannot be trusted to be
+    the next request.
+    """
+    return JSONResponse(
+        {"error": {"type": kind, "message": message}}, status_code=status, headers={"connection": "close", **headers}
+    )
+
+
 class BodyLimit(_HTTPMiddleware):
-    """Answers 413 to a body over ``max_bytes``, declared or (when chunked) as it arrives.
+    """Reads the body whole, within limits: 413 over ``max_bytes`` (declared or, when chunked, as it
+    arrives), 408 when it has not all arrived within ``timeout`` seconds, 400 when both its length and
+    ``Transfer-Encoding: chunked`` are declared (a request two servers may split differently).
 
     The body is read here in full, then handed on: the endpoints parse it
     whole anyway, and reading it first means nothing else runs on a body that
@@ -235,34 +255,84 @@ class BodyLimit(_HTTPMiddleware):
     away, and cancels the request's work when it does.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout: float = DEFAULT_BODY_TIMEOUT) -> None:
         super().__init__(app)
         self.max_bytes = max_bytes
+        self.timeout = timeout
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        declared = dict(scope["headers"]).get(b"content-length", b"")
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length", b"")
+        if declared and b"transfer-encoding" in headers:
+            message = "the request declares both Content-Length and Transfer-Encoding: send one of them"
+            await _refusal(400, "BadRequestError", message)(scope, receive, send)
+            return
         if declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(scope, receive, send)
+            await self._too_large(scope, receive, send)
             return
         body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if len(body) > self.max_bytes:
-                await self._refuse(scope, receive, send)
-                return
-            if not message.get("more_body", False):
-                break
+        with anyio.move_on_after(self.timeout) as clock:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                body += message.get("body", b"")
+                if len(body) > self.max_bytes:
+                    await self._too_large(scope, receive, send)
+                    return
+                if not message.get("more_body", False):
+                    break
+        if clock.cancelled_caught:
+            message = f"the request body did not arrive within {self.timeout:g} s"
+            await _refusal(408, "RequestTimeoutError", message)(scope, receive, send)
+            return
         await _cancelled_on_disconnect(self.app, scope, bytes(body), receive, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = JSONResponse(
-            {"error": {"type": "TooLargeError", "message": f"the request body is over {self.max_bytes} bytes"}},
-            status_code=413,
-        )
-        await response(scope, receive, send)
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"the request body is over {self.max_bytes} bytes"
+        await _refusal(413, "TooLargeError", message)(scope, receive, send)
+
+
+_KEY_REQUIRED = "a valid API key is required: Authorization: Bearer <key>"
+
+
+def _key_missing(expected: str | None, authorization: str) -> bool:
+    if expected is None:
+        return False
+    scheme, _, token = authorization.partition(" ")
+    return scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), expected.encode())
+
+
+def needs_api_key(request: Request) -> None:
+    """The dependency of every route that wants the server's API key (when it has one).
+
+    :class:`ApiKeyFirst` refuses a request without it before the body is read; this checks again
+    where the route runs, so a route is never open for want of the middleware.
+    """
+    if _key_missing(settings_of(request).api_key, request.headers.get("authorization", "")):
+        raise HTTPException(status_code=401, detail=_KEY_REQUIRED, headers={"WWW-Authenticate": "Bearer"})
+
+
+#: The paths the API key guards: the API's, whatever the route (one added later, or none: a 404).
+KEYED_PREFIXES = ("/v1/", "/v2/")
+
+
+def wants_key(path: str) -> bool:
+    return path.startswith(KEYED_PREFIXES)
+
+
+class ApiKeyFirst(_HTTPMiddleware):
+    """Answers 401 to a request under :data:`KEYED_PREFIXES` without the server's API key, before
+    its body is read or parsed; the routes' :func:`needs_api_key` checks it again where they run."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        expected = scope["app"].state.settings.api_key
+        authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        if wants_key(scope["path"]) and _key_missing(expected, authorization):
+            response = JSONResponse({"detail": _KEY_REQUIRED}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 async def _cancelled_on_disconnect(app: ASGIApp, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
@@ -408,6 +478,55 @@ def error_response(error: DecirankError, request: Request | None = None) -> JSON
     return SafeJSONResponse({"error": error.to_dict()}, status_code=status)
 
 
+def _refusal_schema(description: str) -> dict[str, Any]:
+    error = {
+        "type": "object",
+        "required": ["type", "message"],
+        "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+    }
+    body = {"type": "object", "required": ["error"], "properties": {"error": error}}
+    return {"description": description, "content": {"application/json": {"schema": body}}}
+
+
+#: What the guards around every request may answer, whatever the route.
+_GUARD_RESPONSES = {
+    "400": _refusal_schema("The request declares both Content-Length and Transfer-Encoding."),
+    "408": _refusal_schema("The request body did not all arrive in time."),
+    "413": _refusal_schema("The request body is over the server's size limit."),
+}
+_KEY_RESPONSE = {
+    "description": "An API key is required and was missing or wrong.",
+    "content": {
+        "application/json": {
+            "schema": {"type": "object", "required": ["detail"], "properties": {"detail": {"type": "string"}}}
+        }
+    },
+}
+
+
+def _document_guards(application: FastAPI) -> None:
+    """List in the OpenAPI document, on every operation, the statuses the guards answer with.
+
+    The guards stand in front of every route, a route added later included; so does this.
+    """
+    generate = application.openapi
+
+    def openapi() -> dict[str, Any]:
+        if application.openapi_schema is not None:
+            return application.openapi_schema
+        document = generate()
+        for path, operations in document.get("paths", {}).items():
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                for status, entry in _GUARD_RESPONSES.items():
+                    responses.setdefault(status, entry)
+                if wants_key(path):
+                    responses.setdefault("401", _KEY_RESPONSE)
+        return document
+
+    application.openapi = openapi  # type: ignore[method-assign]
+
+
 def create_app(
     model: str = DEFAULT_ROLE,
     *,
@@ -445,8 +564,13 @@ def create_app(
         # FastAPI's own handler echoes the input, which may be what JSON cannot render.
         return SafeJSONResponse({"detail": jsonable_encoder(error.errors())}, status_code=422)
 
+    # A path with a slash too many is a 404, not a redirect to a path that may not be the client's.
+    application.router.redirect_slashes = False
+    _document_guards(application)
+
     application.add_middleware(ServerErrors)
     application.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    application.add_middleware(ApiKeyFirst)
     application.add_middleware(RequestId)
     return application
 

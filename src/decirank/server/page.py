@@ -33,8 +33,8 @@ from ..backends import providers
 from ..decisions.roles import resolve_chain, role_names
 from ..stores.runlog import RUN_STATUSES, _percentile, current_runlog
 from ..tools._evaluators.validate import BUILTIN_TYPES
-from .app import GuardedRoute, settings_of
-from .routes import _errors, require_api_key
+from .app import GuardedRoute, needs_api_key, settings_of
+from .routes import _errors
 
 __all__ = ["page_router"]
 
@@ -51,7 +51,7 @@ _HEADERS = {
 }
 
 page_router = APIRouter(route_class=GuardedRoute)
-page_api = APIRouter(route_class=GuardedRoute, dependencies=[Depends(require_api_key)])
+page_api = APIRouter(route_class=GuardedRoute, dependencies=[Depends(needs_api_key)])
 
 
 @cache

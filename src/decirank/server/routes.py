@@ -17,7 +17,6 @@ the tool endpoints refuse an unknown name with a suggestion.
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -38,22 +37,9 @@ from ..tools.score_list import ascore_list
 from ..types.answers import DecisionResponse
 from ..types.questions import DecisionRequest
 from . import wire
-from .app import GuardedRoute, RequestBudget, ServerSettings, settings_of
+from .app import GuardedRoute, RequestBudget, ServerSettings, needs_api_key, settings_of
 
 __all__ = ["router"]
-
-
-def require_api_key(request: Request) -> None:
-    expected = settings_of(request).api_key
-    if expected is None:
-        return
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), expected.encode()):
-        raise HTTPException(
-            status_code=401,
-            detail="a valid API key is required: Authorization: Bearer <key>",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -85,7 +71,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 TOOL_ERRORS = _errors(401, 413, 422, 502, 503, 504)
 
 router = APIRouter(route_class=GuardedRoute)
-api = APIRouter(route_class=GuardedRoute, dependencies=[Depends(require_api_key)])
+api = APIRouter(route_class=GuardedRoute, dependencies=[Depends(needs_api_key)])
 
 
 def served_model(requested: str | None, settings: ServerSettings, *, unknown_is_default: bool = False) -> str:

@@ -21,6 +21,12 @@ ModelName = Annotated[
 ]
 Timeout = Annotated[float | None, Field(gt=0, description="Time budget in seconds for the whole call.")]
 
+#: A character other than those Python's ``str.strip()`` removes: text the tools refuse as blank has none.
+NON_BLANK = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+#: Text that must not be blank. The tools refuse blank text themselves, naming the field; the
+#: schema says so too, so that a client generated from it never sends what the server refuses.
+Text = Annotated[str, Field(json_schema_extra={"minLength": 1, "pattern": NON_BLANK})]
+
 
 class Body(BaseModel):
     """A request body, or part of one: strict, so what the schema does not allow is refused.
@@ -48,12 +54,12 @@ class RankRequest(Body):
     """The input of ``builtin__rank``."""
 
     items: list[Any] = Field(description="The list to rank.")
-    instructions: str = Field(description="The choice question.")
+    instructions: Text = Field(description="The choice question.")
     state: Any = Field(description='The context the items are judged against, e.g. {"question": "..."}.')
-    describe: str | None = Field(
+    describe: Text | None = Field(
         None, description="Dot path into each item to show as its option, e.g. url or meta.date."
     )
-    none: str | None = Field(None, description="Text of a 'nothing fits' option.")
+    none: Text | None = Field(None, description="Text of a 'nothing fits' option.")
     top_k: int | None = Field(None, description="Keep only the best k.")
     model: ModelName = None
     timeout: Timeout = None
@@ -78,7 +84,7 @@ class RankResponse(BaseModel):
 class RerankRequest(Body):
     """Cohere's rerank request, plus decirank's ``min_relevance`` and ``timeout``."""
 
-    query: str
+    query: Text
     documents: list[str | dict[str, Any]] = Field(description='Strings, or objects with a "text" field.')
     top_n: int | None = Field(None, ge=0, description="Keep only the best n (0 or null keeps all).")
     return_documents: bool = Field(False, description="Include each document in its result.")
@@ -114,7 +120,7 @@ class RerankV2Request(Body):
         description="A role or a model this server runs; any other name (a Cohere model's) is answered by "
         "the server's model."
     )
-    query: str
+    query: Text
     documents: list[str] = Field(description="The texts to score against the query.")
     top_n: int | None = Field(None, ge=0, description="Keep only the best n (0 or null keeps all).")
     max_tokens_per_doc: int | None = Field(
@@ -139,7 +145,7 @@ class RerankV2Response(BaseModel):
 
 class FilterRequest(Body):
     items: list[Any]
-    question: str = Field(description="The yes/no question asked of each item.")
+    question: Text = Field(description="The yes/no question asked of each item.")
     state: Any
     min_confidence: float = Field(DEFAULT_MIN_CONFIDENCE, description="Keep items at least this likely.")
     describe: str | None = None
@@ -178,7 +184,7 @@ class ScoreListRequest(Body):
     refs: list[str | dict[str, Any]] | str = Field(
         description='Refs "run_id/agent_id", or {"ref": ...} objects, or that array as a JSON string.'
     )
-    evaluator: str = Field(description="validate:<type>, score:<criterion>, or exec:<cmd> (if the server allows it).")
+    evaluator: Text = Field(description="validate:<type>, score:<criterion>, or exec:<cmd> (if the server allows it).")
     top_k: int = Field(0, description="How many top-scoring refs are winners; 0 ranks without pruning.")
     max_concurrency: int = Field(DEFAULT_MAX_CONCURRENCY, description="Upper bound on parallel evaluator calls.")
     model: ModelName = None
@@ -225,21 +231,21 @@ QuestionExamples = Annotated[
 
 class NoulQuestion(Body):
     type: Literal["noul"]
-    instructions: str
+    instructions: Text
     criteria: NoulCriteria | None = None
     examples: QuestionExamples = None
 
 
 class ChoiceQuestion(Body):
     type: Literal["choice"]
-    instructions: str
+    instructions: Text
     criteria: dict[str, str] = Field(min_length=2, max_length=255, description="Option key to its description.")
     examples: QuestionExamples = None
 
 
 class ScoreQuestion(Body):
     type: Literal["score"]
-    instructions: str
+    instructions: Text
     criteria: list[str] = Field(min_length=2, max_length=10, description="Levels, lowest first.")
 
 
@@ -290,7 +296,7 @@ class InputMessage(Body):
 class PredicateQuestion(Body):
     type: Literal["predicate"]
     name: str | None = None
-    instructions: str
+    instructions: Text
 
 
 class Choice(Body):
@@ -301,7 +307,7 @@ class Choice(Body):
 class DecisionChoiceQuestion(Body):
     type: Literal["choice"]
     name: str | None = None
-    instructions: str
+    instructions: Text
     choices: list[Choice] = Field(min_length=2, max_length=255)
 
 
@@ -313,7 +319,7 @@ class Level(Body):
 class DecisionScoreQuestion(Body):
     type: Literal["score"]
     name: str | None = None
-    instructions: str
+    instructions: Text
     levels: list[Level] = Field(min_length=2, max_length=10)
 
 

@@ -197,7 +197,8 @@ async def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeou
         with anyio.CancelScope(shield=True):
             await process.aclose()
     if stopped.cancelled_caught:
-        return CommandOutcome(process.returncode or -signal.SIGKILL, tail.text(), False, tail.truncated, stopped=True)
+        status = process.returncode if process.returncode is not None else -signal.SIGKILL
+        return CommandOutcome(status, tail.text(), False, tail.truncated, stopped=True)
     assert process.returncode is not None
     return CommandOutcome(process.returncode, tail.text(), clock.cancelled_caught, tail.truncated)
 
