@@ -22,6 +22,7 @@ __all__ = [
     "loads_json",
     "resolve_dot_path",
     "to_text",
+    "too_deep_in_text",
 ]
 
 
@@ -182,6 +183,60 @@ def first_unfit(value: Any, *, finite: bool = True) -> Unfit | None:
     return None
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_OTHER = re.compile(r'[^"\[\]{},]+')
+
+
+def too_deep_in_text(text: str) -> Unfit | None:
+    """Where containers first nest past :data:`MAX_NESTING` in JSON ``text``, read without parsing it.
+
+    For text too deep for the parser, which recurses: the scan stops at the first container over the
+    limit, so it reads no more than that container's ancestors and their earlier siblings.
+    """
+    # Each open container: its kind, and the key or position of the value being read in it.
+    open_containers: list[list[Any]] = []
+    expect_key = False
+    at = 0
+    while at < len(text):
+        char = text[at]
+        if char == '"':
+            found = _STRING.match(text, at)
+            if found is None:
+                return None  # an unterminated string: the parser's own error says so
+            if expect_key:
+                try:
+                    open_containers[-1][1] = json.loads(found.group())
+                except ValueError:
+                    return None
+                expect_key = False
+            at = found.end()
+            continue
+        if char in "[{":
+            if len(open_containers) == MAX_NESTING:
+                path = tuple(position for _, position in open_containers)
+                problem = f"containers are nested more than {MAX_NESTING} levels deep"
+                return Unfit(path, "too_deep", f"at most {MAX_NESTING} levels of nesting", problem)
+            open_containers.append([char, 0 if char == "[" else ""])
+            expect_key = char == "{"
+        elif char in "]}":
+            if not open_containers:
+                return None
+            open_containers.pop()
+            expect_key = False
+        elif char == ",":
+            if open_containers:
+                if open_containers[-1][0] == "[":
+                    open_containers[-1][1] += 1
+                else:
+                    expect_key = True
+        else:
+            found = _OTHER.match(text, at)
+            at = found.end() if found else at + 1
+            continue
+        at += 1
+    return None
+
+
 def find_non_text(value: Any) -> tuple[str, str] | None:
     """The first place in ``value`` JSON text cannot carry, as ``(dot path, problem)``; else None.
 
@@ -208,7 +263,10 @@ def loads_json(text: str) -> Any:
         limit = sys.get_int_max_str_digits()
         raise JsonProblem(f"a number has more than {limit} digits") from None
     except RecursionError:
-        raise JsonProblem("nested too deeply") from None
+        deep = too_deep_in_text(text)
+        if deep is None:
+            raise JsonProblem("nested too deeply") from None
+        raise JsonProblem(deep.problem, path=deep.dotted()) from None
     found = find_non_text(value)
     if found is not None:
         raise JsonProblem(found[1], path=found[0])

@@ -81,7 +81,8 @@ def serve(
     """Serve the tools and the model over HTTP.
 
     The tools at /v1/rank, /v1/rerank (Cohere's shape), /v1/filter and /v1/score_list; the model at
-    /v1/systemone and /v1/decisions; the run log at /v1/runs; the API docs at /docs.
+    /v1/systemone and /v1/decisions; the run log at /v1/runs; a page to try them at /, their OpenAPI
+    document at /openapi.json.
     """
     try:
         from .._serving import server
@@ -95,5 +96,5 @@ def serve(
     application = create_app(model, api_key=api_key, allow_exec=allow_exec, **limits)
     if not _is_loopback(host) and api_key is None:
         error_console.print(f"warning: serving on {host} without --api-key: anyone who can reach it may use it")
-    error_console.print(f"decirank serve: http://{host}:{port} (model {model}, docs at /docs)")
+    error_console.print(f"decirank serve: http://{host}:{port} (model {model}, OpenAPI at /openapi.json)")
     server(application, host=host, port=port, log_level=log_level.value).run()

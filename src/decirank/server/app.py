@@ -36,7 +36,7 @@ from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
-from .._jsonpath import first_unfit
+from .._jsonpath import first_unfit, too_deep_in_text
 from ..decisions.decider import DEFAULT_ROLE, Decider
 from ..errors import (
     AllModelsFailedError,
@@ -51,6 +51,7 @@ from ..errors import (
 )
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_TIMEOUT",
     "GuardedRoute",
@@ -167,7 +168,12 @@ def parse_body(body: bytes) -> Any:
             kind="json_invalid",
         ) from None
     except RecursionError:
-        raise BodyError([], "a JSON document", detail="nested too deeply", kind="json_invalid") from None
+        # Too deep for the parser: where it went too deep is read from the text instead.
+        deep = too_deep_in_text(body.decode("utf-8", "replace"))
+        if deep is None:
+            raise BodyError([], "a JSON document", detail="nested too deeply", kind="json_invalid") from None
+        location = [_clean_text(part) if isinstance(part, str) else part for part in deep.path]
+        raise BodyError(location, deep.expected, detail=deep.problem, kind=deep.kind) from None
     except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits)
         detail = f"a number has more than {sys.get_int_max_str_digits()} digits"
         raise BodyError([], "a JSON document", detail=detail, kind="json_invalid") from None
@@ -178,7 +184,8 @@ def parse_body(body: bytes) -> Any:
 
 
 def _is_json(content_type: str | None) -> bool:
-    """Whether FastAPI reads a body of this content type as JSON (it does when none is given)."""
+    """Whether FastAPI reads a body of this content type as JSON (:class:`GuardedRoute` makes it so when
+    none is given)."""
     if not content_type:
         return True
     header = MimeHeader()
@@ -205,7 +212,12 @@ class GuardedRoute(APIRoute):
         takes_body = self.body_field is not None
 
         async def guarded(request: Request) -> Response:
-            parsed = _ParsedRequest(request.scope, request.receive)
+            scope = request.scope
+            if takes_body and not request.headers.get("content-type"):
+                # A body without a content type is read as JSON, which is all these routes take.
+                headers = [(name, value) for name, value in scope["headers"] if name != b"content-type"]
+                scope = {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
+            parsed = _ParsedRequest(scope, request.receive)
             # A route without a body ignores one sent anyway (a GET with a body), as FastAPI does.
             if takes_body and _is_json(parsed.headers.get("content-type")) and await parsed.body():
                 await parsed.json()  # a BodyError here goes to the error handlers, as any DecirankError
@@ -411,7 +423,7 @@ class RequestId(_HTTPMiddleware):
 # --- errors to statuses ----------------------------------------------------------------------
 
 
-def _location(field: str, where: str = "body") -> list[str | int]:
+def location_of(field: str, where: str = "body") -> list[str | int]:
     # Only ASCII digits are a position: "³".isdigit() is true, and int() refuses it.
     return [where, *(int(part) if part.isascii() and part.isdigit() else part for part in field.split("."))]
 
@@ -456,7 +468,7 @@ def error_response(error: DecirankError, request: Request | None = None) -> JSON
     if isinstance(error, InvalidInputError | UnknownModelError):
         field = error.field if isinstance(error, InvalidInputError) else "model"
         where = getattr(request.state, "input_location", "body") if request is not None else "body"
-        location = getattr(error, "location", None) or _location(field, where)
+        location = getattr(error, "location", None) or location_of(field, where)
         kind = getattr(error, "kind", "invalid_input")
         detail = [{"loc": location, "msg": str(error), "type": kind}]
         return SafeJSONResponse({"detail": detail, "error": error.to_dict()}, status_code=422)
@@ -534,8 +546,12 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     timeout: float = DEFAULT_TIMEOUT,
     allow_exec: bool = False,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> FastAPI:
     """The ``decirank serve`` application, answering with ``model`` unless a request names another.
+
+    ``max_body_bytes`` and ``body_timeout`` bound a request's body: its size, and the seconds it may
+    take to arrive once the headers have.
 
     ``model`` is resolved here, so a server that could not answer fails at start, not on its first request.
     """
@@ -544,6 +560,10 @@ def create_app(
     Decider.resolve(model)
     application = FastAPI(
         default_response_class=SafeJSONResponse,
+        # Swagger UI and ReDoc load their scripts from a CDN; the page at / is this server's own
+        # playground, and /openapi.json describes every endpoint for any viewer or client generator.
+        docs_url=None,
+        redoc_url=None,
         title="decirank",
         version=__version__,
         description="Rank, rerank, filter and decide with decision models: the decirank tools over HTTP, "
@@ -569,7 +589,7 @@ def create_app(
     _document_guards(application)
 
     application.add_middleware(ServerErrors)
-    application.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    application.add_middleware(BodyLimit, max_bytes=max_body_bytes, timeout=body_timeout)
     application.add_middleware(ApiKeyFirst)
     application.add_middleware(RequestId)
     return application
