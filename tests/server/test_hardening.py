@@ -242,3 +242,57 @@ def test_connections_over_the_cap_get_a_503(monkeypatch, tmp_path):
         server.should_exit = True
         thread.join(timeout=20)
         listener.close()
+
+
+# -- the hand probes: every answer a documented one, none a 5xx ------------------------------------
+
+BIG = "x" * (4 * 1024 * 1024 + 10)
+RANK = {"items": ["a", "b"], "instructions": "q", "state": None}
+PROBES: list[tuple[str, str, dict]] = [
+    ("POST", "/v1/rank", {"content": '{"items": [%s, "b"], "instructions": "q", "state": {}}' % nested(300)}),
+    ("POST", "/v1/rank", {"content": '{"items": ["a"], "instructions": "q", "state": %s}' % nested(600)}),
+    ("POST", "/v1/filter", {"content": '{"items": [%s], "question": "q", "state": {}}' % nested(256)}),
+    ("POST", "/v1/filter", {"content": '{"items": ["a"], "question": "q", "state": %s}' % nested(100_000)}),
+    ("POST", "/v1/systemone", {"content": '{"state": %s, "questions": {"a": {"type": "noul", "instructions": "x"}}}'
+                               % nested(600)}),
+    ("POST", "/v1/decisions", {"content": '{"model": "m", "input": %s, "questions": []}' % nested(500)}),
+    ("POST", "/v1/rerank", {"json": {"query": "q", "documents": ["d"] * 5000, "timeout": 0.001}}),
+    ("POST", "/v1/rank", {"content": "{"}),
+    ("POST", "/v1/rank", {"content": '{"items": [NaN], "instructions": "q", "state": 1}'}),
+    ("POST", "/v1/rank", {"json": {**RANK, "instructions": ""}}),
+    ("POST", "/v1/rank", {"json": {**RANK, "model": " "}}),
+    ("POST", "/v1/rank", {"json": {**RANK, "top_k": 10**30}}),
+    ("POST", "/v1/rerank", {"json": {"query": "", "documents": ["a"]}}),
+    ("POST", "/v1/rank", {"content": json.dumps(RANK), "headers": {"content-type": ""}}),
+    ("POST", "/v1/rank", {"content": json.dumps(RANK), "headers": {"content-type": "text/plain"}}),
+    ("POST", "/v1/rank", {"content": BIG}),
+    ("POST", "/v1/systemone", {"json": {"questions": {"a.b": {"type": "noul", "instructions": ""}}}}),
+    ("POST", "/v1/score_list", {"json": {"refs": ["r/a"], "evaluator": "exec:true"}}),
+    ("POST", "/v1/score_list", {"json": {"refs": "[[[[", "evaluator": "validate:json"}}),
+    ("GET", "/healthz", {"content": '{"bad'}),
+    ("GET", "/v1/server", {"content": '{"bad'}),
+    ("GET", "/v1/models", {"content": '{"bad'}),
+    ("GET", "/v1/runs", {"content": BIG}),
+    ("GET", "/v1/runs", {"params": {"limit": "-1"}}),
+    ("GET", "/v1/runs/{run_id}", {"path": "/v1/runs/"}),
+    ("GET", "/v1/runs/{run_id}", {"path": "/v1/runs/%00"}),
+    ("GET", "/v1/runlog/runs", {"params": {"status": "nope"}}),
+    ("GET", "/v1/runlog/series", {"params": {"buckets": "0"}}),
+]
+
+
+def test_hand_probes_get_only_documented_statuses_and_no_5xx(client):
+    """The hostile probes (deep JSON, bad bodies, blank text, huge sizes, stray bodies on GETs): 0 x 5xx, 0 undocumented."""
+    document = client.get("/openapi.json").json()
+    server_errors, undocumented = [], []
+    for method, operation, options in PROBES:
+        options = dict(options)
+        path = options.pop("path", operation)
+        response = client.request(method, path, **options)
+        documented = document["paths"][operation][method.lower()]["responses"]
+        tiny_budget = options.get("json", {}).get("timeout") == 0.001
+        if response.status_code >= 500 and not (response.status_code == 504 and tiny_budget):
+            server_errors.append((method, path, response.status_code, response.text[:200]))
+        if str(response.status_code) not in documented:
+            undocumented.append((method, path, response.status_code, response.text[:200]))
+    assert (len(server_errors), len(undocumented)) == (0, 0), (server_errors, undocumented)

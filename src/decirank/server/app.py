@@ -245,15 +245,14 @@ class _HTTPMiddleware:
         raise NotImplementedError
 
 
-def _refusal(status: int, kind: str, message: str, **headers: str) -> JSONResponse:
+def _refusal(status: int, kind: str, message: str, *, close: bool = False) -> JSONResponse:
     """A refusal of the request as sent (its size, framing or pace), before anything reads it.
 
-    The connection is closed after it: the rest of what the client sends cannot be trusted to be
-    the next request.
+    With ``close`` the connection ends after it: what else the client sends on it cannot be trusted
+    to be the next request.
     """
-    return JSONResponse(
-        {"error": {"type": kind, "message": message}}, status_code=status, headers={"connection": "close", **headers}
-    )
+    headers = {"connection": "close"} if close else None
+    return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status, headers=headers)
 
 
 class BodyLimit(_HTTPMiddleware):
@@ -277,7 +276,7 @@ class BodyLimit(_HTTPMiddleware):
         declared = headers.get(b"content-length", b"")
         if declared and b"transfer-encoding" in headers:
             message = "the request declares both Content-Length and Transfer-Encoding: send one of them"
-            await _refusal(400, "BadRequestError", message)(scope, receive, send)
+            await _refusal(400, "BadRequestError", message, close=True)(scope, receive, send)
             return
         if declared.isdigit() and int(declared) > self.max_bytes:
             await self._too_large(scope, receive, send)
