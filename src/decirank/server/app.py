@@ -6,9 +6,17 @@ meaning they refuse, :func:`parse_body`'s for a body that is not strict JSON:
 malformed, NaN or Infinity, a lone surrogate); a request over a model's
 declared limits is a 413 stating the limit; a decision that could not be had
 is a 502, or a 504 when time ran out (saying after how long, and whose limit
-that was), with the typed error as ``error``; a request over the size limit
-is a 413 before anything reads it. Bad input never yields a 500, and nothing
-escapes as an exception to the HTTP server, which would drop the connection.
+that was), with the typed error as ``error``. Bad input never yields a 500,
+and nothing escapes as an exception to the HTTP server, which would drop the
+connection.
+
+Guards stand in front of every route, one added later included, and the
+OpenAPI document lists what they answer on every operation: without the API
+key a 401 (under ``/v1/`` and ``/v2/``) before the body is read; a body over
+the size limit a 413, one that has not all arrived in time a 408, one framed
+by both Content-Length and Transfer-Encoding a 400; then :func:`parse_body`
+refuses JSON nested deeper than :data:`~decirank._jsonpath.MAX_NESTING`, so
+nothing behind it (the tools, the run log, the response encoder) meets more.
 
 A request whose client goes away is cancelled, so its work (model calls,
 ``exec:`` commands and their process groups) ends with it.
@@ -523,9 +531,7 @@ def _document_guards(application: FastAPI) -> None:
     generate = application.openapi
 
     def openapi() -> dict[str, Any]:
-        if application.openapi_schema is not None:
-            return application.openapi_schema
-        document = generate()
+        document = generate()  # FastAPI's own, made again only when the routes change
         for path, operations in document.get("paths", {}).items():
             for operation in operations.values():
                 responses = operation.setdefault("responses", {})
