@@ -155,7 +155,7 @@ def first_unfit(value: Any, *, finite: bool = True) -> Unfit | None:
                 return Unfit(path, "string_unicode", "text without lone surrogates", problem)
         elif isinstance(current, float):
             if finite and not math.isfinite(current):
-                got = "NaN" if current != current else "a number out of range"
+                got = "NaN" if math.isnan(current) else "a number out of range"
                 problem = f"got {got}; JSON has no NaN or Infinity"
                 return Unfit(path, "finite_number", "a finite number", problem)
         elif isinstance(current, dict | list | tuple):

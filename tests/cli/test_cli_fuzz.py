@@ -66,13 +66,28 @@ COMMANDS: dict[tuple[str, ...], tuple[list[str], list[str]]] = {
     ("rerank",): (["-q", "-k", "--min-relevance", "--per-call", "-m", "--base-url", "--timeout"], ["ITEMS", "-"]),
     ("filter",): (["-q", "-s", "--min-confidence", "-d", "-m", "--base-url", "--timeout", "--examples"], ["ITEMS"]),
     ("batch", "filter"): (
-        ["-o", "-q", "-s", "--examples", "--min-confidence", "-m", "--base-url", "--timeout", "-w", "--batch-size",
-         "--engine", "--errors", "--address"],
+        [
+            "-o",
+            "-q",
+            "-s",
+            "--examples",
+            "--min-confidence",
+            "-m",
+            "--base-url",
+            "--timeout",
+            "-w",
+            "--batch-size",
+            "--engine",
+            "--errors",
+            "--address",
+        ],
         ["ITEMS"],
     ),
     ("batch", "rerank"): (["-o", "--query", "--query-field", "--text", "-w", "--batch-size", "-m"], ["ITEMS"]),
-    ("score-list",): (["--refs", "-e", "-k", "--max-concurrency", "-m", "--exec-timeout", "--timeout", "--base-url"],
-                      []),
+    ("score-list",): (
+        ["--refs", "-e", "-k", "--max-concurrency", "-m", "--exec-timeout", "--timeout", "--base-url"],
+        [],
+    ),
     ("runs", "list"): (["--limit", "--tool", "--status"], []),
     ("runs", "show"): ([], ["abc", ""]),
     ("runs", "stats"): ([], []),
@@ -145,14 +160,16 @@ def test_500_generated_command_lines_never_show_a_traceback(tmp_path, monkeypatc
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"title": "fleas on dogs", "q": "fleas"}\n{"title": "bread", "q": "fleas"}\n')
     plan = tmp_path / "plan.yaml"
-    plan.write_text("- id: E1\n  tool_name: builtin__rank\n  input:\n    items: '{{input.items}}'\n"
-                    "    instructions: Which?\n    state: x\n")
+    plan.write_text(
+        "- id: E1\n  tool_name: builtin__rank\n  input:\n    items: '{{input.items}}'\n"
+        "    instructions: Which?\n    state: x\n"
+    )
     runner = CliRunner()
     tracebacks, statuses = [], {}
     for argv, stdin in command_lines(str(items), str(rows), str(plan)):
         if argv[0] == "batch" and "-w" not in argv:
             argv += ["-w", "0"]  # in this process: worker processes would only make the test slow
-        with runner.isolation(input=stdin.encode("utf-8", "surrogateescape")) as (out, err, *_):
+        with runner.isolation(input=stdin.encode("utf-8", "surrogateescape")) as (_, err, *_):
             try:
                 status = main(argv)
             except SystemExit as exit:  # a command that exits by itself, as --help may

@@ -133,10 +133,9 @@ def test_without_the_key_a_bad_body_is_a_401_not_a_422(url):
 def test_the_401_comes_before_the_body_is_sent(url):
     """A request that declares a body and sends none is refused at once without the key, not waited for."""
     head = b"POST /v1/rank HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n"
-    started = time.monotonic()
     answer = raw_exchange(url, head, read_timeout=5)
+    # Had the server waited for the body, it would have answered 408 at its body timeout.
     assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
-    assert time.monotonic() - started < 0.9  # under the server's 1 s body timeout, which would be a 408
 
 
 # -- 7. statuses the schema lists ----------------------------------------------------------------------
@@ -213,7 +212,7 @@ def test_a_half_sent_body_is_a_408_once_the_body_timeout_passes(url):
     """A client that sends half its body and stalls gets a 408 after the server's body timeout (1 s here)."""
     request = (
         b"POST /v1/rank HTTP/1.1\r\nhost: x\r\nauthorization: Bearer " + KEY.encode() + b"\r\n"
-        b"content-type: application/json\r\ncontent-length: 100\r\n\r\n{\"items\": ["
+        b'content-type: application/json\r\ncontent-length: 100\r\n\r\n{"items": ['
     )
     answer = raw_exchange(url, request, read_timeout=10)
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
@@ -248,36 +247,37 @@ def test_connections_over_the_cap_get_a_503(monkeypatch, tmp_path):
 
 BIG = "x" * (4 * 1024 * 1024 + 10)
 RANK = {"items": ["a", "b"], "instructions": "q", "state": None}
-PROBES: list[tuple[str, str, dict]] = [
-    ("POST", "/v1/rank", {"content": '{"items": [%s, "b"], "instructions": "q", "state": {}}' % nested(300)}),
-    ("POST", "/v1/rank", {"content": '{"items": ["a"], "instructions": "q", "state": %s}' % nested(600)}),
-    ("POST", "/v1/filter", {"content": '{"items": [%s], "question": "q", "state": {}}' % nested(256)}),
-    ("POST", "/v1/filter", {"content": '{"items": ["a"], "question": "q", "state": %s}' % nested(100_000)}),
-    ("POST", "/v1/systemone", {"content": '{"state": %s, "questions": {"a": {"type": "noul", "instructions": "x"}}}'
-                               % nested(600)}),
-    ("POST", "/v1/decisions", {"content": '{"model": "m", "input": %s, "questions": []}' % nested(500)}),
-    ("POST", "/v1/rerank", {"json": {"query": "q", "documents": ["d"] * 5000, "timeout": 0.001}}),
-    ("POST", "/v1/rank", {"content": "{"}),
-    ("POST", "/v1/rank", {"content": '{"items": [NaN], "instructions": "q", "state": 1}'}),
-    ("POST", "/v1/rank", {"json": {**RANK, "instructions": ""}}),
-    ("POST", "/v1/rank", {"json": {**RANK, "model": " "}}),
-    ("POST", "/v1/rank", {"json": {**RANK, "top_k": 10**30}}),
-    ("POST", "/v1/rerank", {"json": {"query": "", "documents": ["a"]}}),
-    ("POST", "/v1/rank", {"content": json.dumps(RANK), "headers": {"content-type": ""}}),
-    ("POST", "/v1/rank", {"content": json.dumps(RANK), "headers": {"content-type": "text/plain"}}),
-    ("POST", "/v1/rank", {"content": BIG}),
-    ("POST", "/v1/systemone", {"json": {"questions": {"a.b": {"type": "noul", "instructions": ""}}}}),
-    ("POST", "/v1/score_list", {"json": {"refs": ["r/a"], "evaluator": "exec:true"}}),
-    ("POST", "/v1/score_list", {"json": {"refs": "[[[[", "evaluator": "validate:json"}}),
-    ("GET", "/healthz", {"content": '{"bad'}),
-    ("GET", "/v1/server", {"content": '{"bad'}),
-    ("GET", "/v1/models", {"content": '{"bad'}),
-    ("GET", "/v1/runs", {"content": BIG}),
-    ("GET", "/v1/runs", {"params": {"limit": "-1"}}),
-    ("GET", "/v1/runs/{run_id}", {"path": "/v1/runs/"}),
-    ("GET", "/v1/runs/{run_id}", {"path": "/v1/runs/%00"}),
-    ("GET", "/v1/runlog/runs", {"params": {"status": "nope"}}),
-    ("GET", "/v1/runlog/series", {"params": {"buckets": "0"}}),
+SYSTEMONE_STATE = '{"state": STATE, "questions": {"a": {"type": "noul", "instructions": "x"}}}'
+#: (method, operation, request options, nesting put where ITEM or STATE stands)
+PROBES: list[tuple[str, str, dict, int]] = [
+    ("POST", "/v1/rank", {"content": '{"items": [ITEM, "b"], "instructions": "q", "state": {}}'}, 300),
+    ("POST", "/v1/rank", {"content": '{"items": ["a"], "instructions": "q", "state": STATE}'}, 600),
+    ("POST", "/v1/filter", {"content": '{"items": [ITEM], "question": "q", "state": {}}'}, 256),
+    ("POST", "/v1/filter", {"content": '{"items": ["a"], "question": "q", "state": STATE}'}, 100_000),
+    ("POST", "/v1/systemone", {"content": SYSTEMONE_STATE}, 600),
+    ("POST", "/v1/decisions", {"content": '{"model": "m", "input": STATE, "questions": []}'}, 500),
+    ("POST", "/v1/rerank", {"json": {"query": "q", "documents": ["d"] * 5000, "timeout": 0.001}}, 0),
+    ("POST", "/v1/rank", {"content": "{"}, 0),
+    ("POST", "/v1/rank", {"content": '{"items": [NaN], "instructions": "q", "state": 1}'}, 0),
+    ("POST", "/v1/rank", {"json": {**RANK, "instructions": ""}}, 0),
+    ("POST", "/v1/rank", {"json": {**RANK, "model": " "}}, 0),
+    ("POST", "/v1/rank", {"json": {**RANK, "top_k": 10**30}}, 0),
+    ("POST", "/v1/rerank", {"json": {"query": "", "documents": ["a"]}}, 0),
+    ("POST", "/v1/rank", {"content": json.dumps(RANK), "headers": {"content-type": ""}}, 0),
+    ("POST", "/v1/rank", {"content": json.dumps(RANK), "headers": {"content-type": "text/plain"}}, 0),
+    ("POST", "/v1/rank", {"content": BIG}, 0),
+    ("POST", "/v1/systemone", {"json": {"questions": {"a.b": {"type": "noul", "instructions": ""}}}}, 0),
+    ("POST", "/v1/score_list", {"json": {"refs": ["r/a"], "evaluator": "exec:true"}}, 0),
+    ("POST", "/v1/score_list", {"json": {"refs": "[[[[", "evaluator": "validate:json"}}, 0),
+    ("GET", "/healthz", {"content": '{"bad'}, 0),
+    ("GET", "/v1/server", {"content": '{"bad'}, 0),
+    ("GET", "/v1/models", {"content": '{"bad'}, 0),
+    ("GET", "/v1/runs", {"content": BIG}, 0),
+    ("GET", "/v1/runs", {"params": {"limit": "-1"}}, 0),
+    ("GET", "/v1/runs/{run_id}", {"path": "/v1/runs/"}, 0),
+    ("GET", "/v1/runs/{run_id}", {"path": "/v1/runs/%00"}, 0),
+    ("GET", "/v1/runlog/runs", {"params": {"status": "nope"}}, 0),
+    ("GET", "/v1/runlog/series", {"params": {"buckets": "0"}}, 0),
 ]
 
 
@@ -285,8 +285,10 @@ def test_hand_probes_get_only_documented_statuses_and_no_5xx(client):
     """The hostile probes (deep JSON, bad bodies, blank text, huge sizes, stray bodies on GETs): 0 x 5xx, 0 undocumented."""
     document = client.get("/openapi.json").json()
     server_errors, undocumented = [], []
-    for method, operation, options in PROBES:
+    for method, operation, options, depth in PROBES:
         options = dict(options)
+        if depth:
+            options["content"] = options["content"].replace("ITEM", nested(depth)).replace("STATE", nested(depth))
         path = options.pop("path", operation)
         response = client.request(method, path, **options)
         documented = document["paths"][operation][method.lower()]["responses"]

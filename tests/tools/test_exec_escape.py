@@ -138,24 +138,23 @@ def test_a_server_told_to_stop_ends_a_running_exec_at_once(tmp_path):
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "decirank", "serve", "-m", "lexical", "-p", str(port), "--allow-exec"]
     body = {"refs": ["r/a"], "evaluator": "exec:" + ESCAPES.format(pids=pids) + "sleep 300", "timeout": 60}
-    with subprocess_server(command, url, ready_path="/healthz", env=env) as server:
-        with httpx.Client(timeout=90) as client:
-            outcome: dict[str, object] = {}
+    outcome: dict[str, object] = {}
+    with subprocess_server(command, url, ready_path="/healthz", env=env) as server, httpx.Client(timeout=90) as client:
 
-            def post() -> None:
-                try:
-                    outcome["response"] = client.post(f"{url}/v1/score_list", json=body)
-                except httpx.HTTPError as error:
-                    outcome["error"] = error
+        def post() -> None:
+            try:
+                outcome["response"] = client.post(f"{url}/v1/score_list", json=body)
+            except httpx.HTTPError as error:
+                outcome["error"] = error
 
-            thread = threading.Thread(target=post)
-            thread.start()
-            escaped = read_pids(pids, 2, seconds=60)
-            signalled = time.monotonic()
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=30)
-            took = time.monotonic() - signalled
-            thread.join(timeout=30)
+        thread = threading.Thread(target=post)
+        thread.start()
+        escaped = read_pids(pids, 2, seconds=60)
+        signalled = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+        took = time.monotonic() - signalled
+        thread.join(timeout=30)
     assert took < 15, took
     assert survivors(escaped, 1.0) == []
     response = outcome.get("response")
