@@ -233,7 +233,7 @@ def test_filter_takes_examples_as_a_list_or_a_stored_set(isolated_user_dir):
 
 
 def test_nan_and_deep_arguments_are_refused_as_over_http():
-    """NaN or Infinity anywhere in a tool's arguments, or nesting past the limit, is an error result naming the field."""
+    """NaN or Infinity in a tool's arguments, or nesting past the limit, is an error result naming the field."""
     from mcp import types
 
     from decirank.mcp.server import _tool_caller

@@ -150,7 +150,7 @@ def test_routes_without_a_body_ignore_one_and_a_trailing_slash_is_not_redirected
 
 
 def test_the_schema_lists_every_guard_status_and_refuses_blank_text(client):
-    """Every operation lists 400, 408 and 413 (and 401 under /v1); blank text is outside the schema, as the server says."""
+    """Every operation lists 400, 408 and 413 (401 under /v1); blank text is outside the schema, as the server says."""
     document = client.get("/openapi.json").json()
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
@@ -282,7 +282,7 @@ PROBES: list[tuple[str, str, dict, int]] = [
 
 
 def test_hand_probes_get_only_documented_statuses_and_no_5xx(client):
-    """The hostile probes (deep JSON, bad bodies, blank text, huge sizes, stray bodies on GETs): 0 x 5xx, 0 undocumented."""
+    """Hostile probes (deep JSON, bad bodies, blank text, huge sizes, bodies on GETs): 0 x 5xx, 0 undocumented."""
     document = client.get("/openapi.json").json()
     server_errors, undocumented = [], []
     for method, operation, options, depth in PROBES:

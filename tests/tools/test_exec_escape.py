@@ -1,4 +1,4 @@
-"""``exec:`` commands whose descendants leave the process group still die with them, and a stopping server stops them."""
+"""``exec:`` commands' descendants die with them even out of their process group; a stopping server stops them."""
 
 from __future__ import annotations
 
