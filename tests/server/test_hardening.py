@@ -247,10 +247,13 @@ def test_connections_over_the_cap_get_a_503(monkeypatch, tmp_path):
 
 BIG = "x" * (4 * 1024 * 1024 + 10)
 RANK = {"items": ["a", "b"], "instructions": "q", "state": None}
+#: The issue's reproducer, as it was sent.
+REPRODUCER = '{"items": [' + "[" * 300 + "]" * 300 + ', "b"], "instructions": "q", "state": {}, "model": "lexical"}'
 SYSTEMONE_STATE = '{"state": STATE, "questions": {"a": {"type": "noul", "instructions": "x"}}}'
 #: (method, operation, request options, nesting put where ITEM or STATE stands)
 PROBES: list[tuple[str, str, dict, int]] = [
     ("POST", "/v1/rank", {"content": '{"items": [ITEM, "b"], "instructions": "q", "state": {}}'}, 300),
+    ("POST", "/v1/rank", {"content": REPRODUCER}, 0),
     ("POST", "/v1/rank", {"content": '{"items": ["a"], "instructions": "q", "state": STATE}'}, 600),
     ("POST", "/v1/filter", {"content": '{"items": [ITEM], "question": "q", "state": {}}'}, 256),
     ("POST", "/v1/filter", {"content": '{"items": ["a"], "question": "q", "state": STATE}'}, 100_000),
@@ -289,6 +292,8 @@ def test_hand_probes_get_only_documented_statuses_and_no_5xx(client):
         options = dict(options)
         if depth:
             options["content"] = options["content"].replace("ITEM", nested(depth)).replace("STATE", nested(depth))
+        if "content" in options:
+            options.setdefault("headers", {"content-type": "application/json"})
         path = options.pop("path", operation)
         response = client.request(method, path, **options)
         documented = document["paths"][operation][method.lower()]["responses"]
