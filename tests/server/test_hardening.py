@@ -247,7 +247,7 @@ def test_connections_over_the_cap_get_a_503(monkeypatch, tmp_path):
 
 BIG = "x" * (4 * 1024 * 1024 + 10)
 RANK = {"items": ["a", "b"], "instructions": "q", "state": None}
-#: The issue's reproducer, as it was sent.
+#: Deep items exactly as a request that once got a 500 sent them.
 REPRODUCER = '{"items": [' + "[" * 300 + "]" * 300 + ', "b"], "instructions": "q", "state": {}, "model": "lexical"}'
 SYSTEMONE_STATE = '{"state": STATE, "questions": {"a": {"type": "noul", "instructions": "x"}}}'
 #: (method, operation, request options, nesting put where ITEM or STATE stands)
