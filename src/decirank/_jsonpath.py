@@ -7,17 +7,22 @@ import json
 import math
 import re
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "MAX_NESTING",
     "MISSING",
     "JsonProblem",
+    "Unfit",
     "canonical_json",
     "digest",
     "find_non_text",
+    "first_unfit",
     "loads_json",
     "resolve_dot_path",
     "to_text",
+    "too_deep_in_text",
 ]
 
 
@@ -102,40 +107,143 @@ def _reject_constant(name: str) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-def find_non_text(value: Any) -> tuple[str, str] | None:
-    """The first place in ``value`` JSON text cannot carry, as ``(dot path, problem)``; else None.
+#: How deep containers may nest in any value decirank takes (an HTTP body, a tool's arguments, a Python
+#: call's inputs, a plan): deeper values are refused where they come in, so nothing below has to walk
+#: them with care (encoders, the run log's summaries, a backend's rendering all recurse).
+MAX_NESTING = 64
 
-    That is a string (or key) holding a surrogate code point, or a float that is not finite
-    (NaN, Infinity, or a number too large for a float). The walk is iterative, so any depth will do.
+
+@dataclass(frozen=True)
+class Unfit:
+    """The first place in a value that decirank cannot take, and why."""
+
+    #: Where, as keys and positions from the value's root.
+    path: tuple[str | int, ...]
+    #: What went wrong: ``too_deep``, ``key_type``, ``string_unicode`` or ``finite_number``.
+    kind: str
+    #: What was expected there, as an error names it.
+    expected: str
+    problem: str
+
+    def dotted(self, root: str = "") -> str:
+        parts = [root] if root else []
+        return ".".join([*parts, *(_shown(part) for part in self.path)])
+
+
+def _shown(part: str | int) -> str:
+    # A path is about to be printed: a lone surrogate in a key is shown escaped.
+    return part.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(part, str) else str(part)
+
+
+def first_unfit(value: Any, *, finite: bool = True) -> Unfit | None:
+    """The first place (in document order) in ``value`` that JSON text cannot carry, or None.
+
+    That is containers nested deeper than :data:`MAX_NESTING` (a value that holds itself is
+    infinitely deep), a key that is not a string, a string or key holding a lone surrogate, and
+    (with ``finite``) a float that is not finite: NaN, Infinity, or a number too large for a float.
+    The walk is iterative, so any depth will do.
     """
-    stack: list[tuple[str, Any]] = [("", value)]
-    seen: set[int] = set()  # YAML anchors share a value, or make one that holds itself
+    stack: list[tuple[tuple[str | int, ...], Any, int]] = [((), value, 0)]
+    # YAML anchors and Python callers share values: each is walked again only when met deeper.
+    reached: dict[int, int] = {}
     while stack:
-        path, current = stack.pop()
-        if isinstance(current, dict | list | tuple):
-            if id(current) in seen:
-                continue
-            seen.add(id(current))
+        path, current, depth = stack.pop()
         if isinstance(current, str):
             found = _SURROGATE.search(current)
             if found:
-                return path, f"U+{ord(found.group()):04X} is a lone surrogate, which UTF-8 text cannot hold"
+                problem = f"U+{ord(found.group()):04X} is a lone surrogate, which UTF-8 text cannot hold"
+                return Unfit(path, "string_unicode", "text without lone surrogates", problem)
         elif isinstance(current, float):
-            if not math.isfinite(current):
-                return path, "NaN is not a JSON number" if current != current else "a number is out of range"
-        elif isinstance(current, dict):
-            children = []
-            for key, item in current.items():
-                if isinstance(key, str) and _SURROGATE.search(key):
-                    # The path names the key escaped: it is about to be printed.
-                    shown = key.encode("utf-8", "backslashreplace").decode("utf-8")
-                    stack.append((f"{path}.{shown}" if path else shown, key))
-                    break
-                children.append((f"{path}.{key}" if path else str(key), item))
-            stack.extend(reversed(children))
-        elif isinstance(current, list | tuple):
-            stack.extend(reversed([(f"{path}.{i}" if path else str(i), item) for i, item in enumerate(current)]))
+            if finite and not math.isfinite(current):
+                got = "NaN" if math.isnan(current) else "a number out of range"
+                problem = f"got {got}; JSON has no NaN or Infinity"
+                return Unfit(path, "finite_number", "a finite number", problem)
+        elif isinstance(current, dict | list | tuple):
+            depth += 1
+            if depth > MAX_NESTING:
+                problem = f"containers are nested more than {MAX_NESTING} levels deep"
+                return Unfit(path, "too_deep", f"at most {MAX_NESTING} levels of nesting", problem)
+            if reached.get(id(current), 0) >= depth:
+                continue  # met before, at least as deep: nothing new below
+            reached[id(current)] = depth
+            if isinstance(current, dict):
+                children = []
+                for key, item in current.items():
+                    if not isinstance(key, str):
+                        problem = f"the key {key!r} is a {type(key).__name__}"
+                        return Unfit((*path, str(key)), "key_type", "keys that are strings", problem)
+                    if found := _SURROGATE.search(key):
+                        code = f"U+{ord(found.group()):04X}"
+                        problem = f"{code} in a key is a lone surrogate, which UTF-8 text cannot hold"
+                        return Unfit((*path, key), "string_unicode", "keys without lone surrogates", problem)
+                    children.append(((*path, key), item, depth))
+                stack.extend(reversed(children))
+            else:
+                stack.extend(reversed([((*path, i), item, depth) for i, item in enumerate(current)]))
     return None
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_OTHER = re.compile(r'[^"\[\]{},]+')
+
+
+def too_deep_in_text(text: str) -> Unfit | None:
+    """Where containers first nest past :data:`MAX_NESTING` in JSON ``text``, read without parsing it.
+
+    For text too deep for the parser, which recurses: the scan stops at the first container over the
+    limit, so it reads no more than that container's ancestors and their earlier siblings.
+    """
+    # Each open container: its kind, and the key or position of the value being read in it.
+    open_containers: list[list[Any]] = []
+    expect_key = False
+    at = 0
+    while at < len(text):
+        char = text[at]
+        if char == '"':
+            found = _STRING.match(text, at)
+            if found is None:
+                return None  # an unterminated string: the parser's own error says so
+            if expect_key:
+                try:
+                    open_containers[-1][1] = json.loads(found.group())
+                except ValueError:
+                    return None
+                expect_key = False
+            at = found.end()
+            continue
+        if char in "[{":
+            if len(open_containers) == MAX_NESTING:
+                path = tuple(position for _, position in open_containers)
+                problem = f"containers are nested more than {MAX_NESTING} levels deep"
+                return Unfit(path, "too_deep", f"at most {MAX_NESTING} levels of nesting", problem)
+            open_containers.append([char, 0 if char == "[" else ""])
+            expect_key = char == "{"
+        elif char in "]}":
+            if not open_containers:
+                return None
+            open_containers.pop()
+            expect_key = False
+        elif char == ",":
+            if open_containers:
+                if open_containers[-1][0] == "[":
+                    open_containers[-1][1] += 1
+                else:
+                    expect_key = True
+        else:
+            found = _OTHER.match(text, at)
+            at = found.end() if found else at + 1
+            continue
+        at += 1
+    return None
+
+
+def find_non_text(value: Any) -> tuple[str, str] | None:
+    """The first place in ``value`` JSON text cannot carry, as ``(dot path, problem)``; else None.
+
+    See :func:`first_unfit`; floats must be finite.
+    """
+    found = first_unfit(value)
+    return None if found is None else (found.dotted(), found.problem)
 
 
 def loads_json(text: str) -> Any:
@@ -155,7 +263,10 @@ def loads_json(text: str) -> Any:
         limit = sys.get_int_max_str_digits()
         raise JsonProblem(f"a number has more than {limit} digits") from None
     except RecursionError:
-        raise JsonProblem("nested too deeply") from None
+        deep = too_deep_in_text(text)
+        if deep is None:
+            raise JsonProblem("nested too deeply") from None
+        raise JsonProblem(deep.problem, path=deep.dotted()) from None
     found = find_non_text(value)
     if found is not None:
         raise JsonProblem(found[1], path=found[0])

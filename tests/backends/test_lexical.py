@@ -6,7 +6,9 @@ import asyncio
 
 import pytest
 
+import decirank
 from decirank.backends import create_backend
+from decirank.errors import DecisionTimeoutError
 from decirank.types.answers import check_response
 from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 
@@ -62,3 +64,9 @@ def test_declares_limits():
     """The backend declares the option and level limits the tools split their work by."""
     limits = create_backend("lexical").limits
     assert limits.max_options == 255 and limits.max_levels == 10
+
+
+def test_lexical_honours_the_time_budget_like_every_model():
+    """5000 documents under a 1 ms budget time out with lexical too, rather than answer after the budget."""
+    with pytest.raises(DecisionTimeoutError):
+        decirank.rerank("fleas", ["flea treatment for dogs"] * 5000, model="lexical", timeout=0.001)

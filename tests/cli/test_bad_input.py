@@ -55,7 +55,7 @@ FILES = {
 CASES: list[tuple[str, tuple[str, ...], str | None, tuple[str, ...]]] = [
     # A number with 5,000 digits, 100,000-deep nesting, lone surrogates, NaN: in files and stdin.
     ("items-huge-int", ("rank", "{d}/huge.json", *RANK[2:]), None, ("items", "huge.json", "4300 digits")),
-    ("items-deep", ("rank", "{d}/deep.json", *RANK[2:]), None, ("items", "deep.json", "nested too deeply")),
+    ("items-deep", ("rank", "{d}/deep.json", *RANK[2:]), None, ("items", "deep.json", "nested more than 64 levels deep")),
     ("items-surrogate", ("rank", "{d}/surrogate.json", *RANK[2:]), None, ("items", "surrogate.json", "U+D800")),
     ("items-jsonl-surrogate", ("rank", "{d}/surrogate.jsonl", *RANK[2:]), None, ("items", "line 2", "U+DFFF")),
     ("items-nan", ("rank", "{d}/nan.json", *RANK[2:]), None, ("items", "nan.json", "NaN")),
@@ -66,17 +66,17 @@ CASES: list[tuple[str, tuple[str, ...], str | None, tuple[str, ...]]] = [
      ("items", "surrogate.json", "U+D800")),
     ("stdin-huge-int", ("rank", "-", *RANK[2:]), "huge.json", ("items", "standard input", "4300 digits")),
     ("stdin-deep", ("rerank", "-", "-q", "pets", "-m", "lexical"), "deep.json",
-     ("documents", "standard input", "nested too deeply")),
+     ("documents", "standard input", "nested more than 64 levels deep")),
     # --state
     ("state-huge-int", (*RANK[:5], HUGE_INT, *RANK[6:]), None, ("--state", "4300 digits")),
-    ("state-deep", (*RANK[:5], DEEP_ARGUMENT, *RANK[6:]), None, ("--state", "nested too deeply")),
+    ("state-deep", (*RANK[:5], DEEP_ARGUMENT, *RANK[6:]), None, ("--state", "nested more than 64 levels deep")),
     ("state-surrogate", (*RANK[:5], '"\\ud800"', *RANK[6:]), None, ("--state", "U+D800")),
     ("state-surrogate-key", (*RANK[:5], '{"\\udfff": 1}', *RANK[6:]), None, ("--state", "U+DFFF")),
     ("state-not-utf8", ("filter", "{d}/ok.json", "-q", "Pet?", "-s", NOT_UTF8_ARGUMENT, "-m", "lexical"), None,
      ("--state", "U+DCFF")),
     # plan run: --input (a JSON file, YAML file or inline JSON) and the plan file itself
     ("plan-input-huge-int", (*PLAN, "--input", "{d}/huge.json"), None, ("--input", "huge.json", "4300 digits")),
-    ("plan-input-deep", (*PLAN, "--input", "{d}/deep.json"), None, ("--input", "deep.json", "nested too deeply")),
+    ("plan-input-deep", (*PLAN, "--input", "{d}/deep.json"), None, ("--input", "deep.json", "nested more than 64 levels deep")),
     ("plan-input-stdin-deep", (*PLAN, "--input", "-"), "deep.json", ("--input", "standard input", "nested")),
     ("plan-input-inline-huge-int", (*PLAN, "--input", f'{{"items": [{HUGE_INT}]}}'), None,
      ("--input", "4300 digits")),
@@ -87,7 +87,7 @@ CASES: list[tuple[str, tuple[str, ...], str | None, tuple[str, ...]]] = [
     ("plan-file-huge-int", ("plan", "run", "{d}/huge-plan.yaml"), None, ("plan", "huge-plan.yaml", "4300 digits")),
     ("plan-file-deep", ("plan", "run", "{d}/deep-plan.yaml"), None, ("plan", "deep-plan.yaml", "nested")),
     ("refs-inline-deep", ("score-list", "--refs", DEEP_ARGUMENT, "-e", "score:good", "-m", "lexical"), None,
-     ("--refs", "nested too deeply")),
+     ("--refs", "nested more than 64 levels deep")),
     # runs
     ("runs-limit-overflow", ("runs", "list", "--limit", "99999999999999999999999"), None, ("--limit",)),
     ("runs-show-not-utf8", ("runs", "show", NOT_UTF8_ARGUMENT, "--json"), None, ("run id", "U+DCFF")),

@@ -279,3 +279,28 @@ def test_filter_takes_examples_as_a_list_or_a_stored_set(isolated_user_dir):
     assert unknown.is_error
     assert unknown.content[0].text.startswith("InvalidInputError: examples:")
     assert "known sets: tiny" in unknown.content[0].text
+
+
+def test_nan_and_deep_arguments_are_refused_as_over_http():
+    """NaN or Infinity in a tool's arguments, or nesting past the limit, is an error result naming the field."""
+    from mcp import types
+
+    from decirank.mcp.server import _tool_caller
+
+    call = _tool_caller(False)
+
+    async def ask(arguments: dict[str, Any]) -> types.CallToolResult:
+        return await call(None, types.CallToolRequestParams(name="builtin__rank", arguments=arguments))
+
+    base = {"items": ["a", "b"], "instructions": "Which?", "model": "lexical"}
+    deep: Any = "x"
+    for _ in range(100):
+        deep = [deep]
+    nan_item = anyio.run(ask, {**base, "items": ["a", float("nan")], "state": {}})
+    infinite_state = anyio.run(ask, {**base, "state": {"limit": float("inf")}})
+    too_deep = anyio.run(ask, {**base, "state": {"q": deep}})
+    fine = anyio.run(ask, {**base, "state": {"q": "a"}})
+    assert nan_item.is_error and nan_item.content[0].text.startswith("InvalidInputError: items.1: expected a finite")
+    assert infinite_state.is_error and "state.limit: expected a finite number" in infinite_state.content[0].text
+    assert too_deep.is_error and "at most 64 levels of nesting" in too_deep.content[0].text
+    assert not fine.is_error

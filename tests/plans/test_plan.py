@@ -115,3 +115,36 @@ def test_a_plan_round_trips_through_to_dict():
     """Plan.from_data(plan.to_dict()) gives back an equal plan."""
     plan = load_plan(RANK_STEP)
     assert Plan.from_data(plan.to_dict()) == plan
+
+
+def test_yaml_aliases_that_expand_past_the_limit_are_refused_at_once():
+    """A kilobyte of nested YAML aliases (billions of values once expanded) is a plan error at once."""
+    import time
+
+    anchors = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    anchors += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    text = (
+        "- id: E1\n  tool_name: builtin__rank\n  input:\n    instructions: q\n"
+        f"    state: {{{', '.join(anchors)}}}\n    items: *a8\n"
+    )
+    assert len(text) < 1200
+    started = time.monotonic()
+    with pytest.raises(InvalidPlanError, match="at most 100000 values with its aliases expanded"):
+        load_plan(text)
+    assert time.monotonic() - started < 5.0  # it took 20 s and 1.2 GB when the aliases were expanded
+    shared = load_plan(
+        "- id: E1\n  tool_name: builtin__rank\n  input:\n    instructions: q\n"
+        "    state: &s {a: 1}\n    items: [*s, *s]\n"
+    )
+    assert shared.steps[0].input["items"] == [{"a": 1}, {"a": 1}]
+
+
+def test_deep_yaml_and_nan_are_plan_errors_naming_where():
+    """YAML nested past the limit (or past the parser) and a .nan input are plan errors, not a crash or a run."""
+    step = "- id: E1\n  tool_name: builtin__rank\n  input:\n    instructions: q\n    items: []\n    state: "
+    for depth in (100, 5000):
+        with pytest.raises(InvalidPlanError, match="nest"):
+            load_plan(step + "[" * depth + "]" * depth + "\n")
+    with pytest.raises(InvalidPlanError) as raised:
+        load_plan(step + ".nan\n")
+    assert raised.value.field == "steps.E1.input.state" and "finite number" in str(raised.value)

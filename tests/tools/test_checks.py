@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import decirank
+from decirank._jsonpath import MAX_NESTING
 from decirank.errors import InvalidInputError
 from decirank.testing import ScriptedBackend, use_backend
 
@@ -34,13 +35,33 @@ def test_a_lone_surrogate_is_refused_naming_its_field_before_any_model_call(call
     assert backend.requests == []
 
 
-def test_check_encodable_walks_keys_and_survives_a_list_that_holds_itself():
-    """Keys are checked too, and a self-referential list is walked once rather than forever."""
+def test_check_encodable_walks_keys_and_refuses_a_list_that_holds_itself():
+    """Keys are checked too, and a self-referential list (infinitely deep) is refused rather than walked forever."""
     from decirank.tools._checks import check_encodable
 
     looped: list = ["fine"]
     looped.append(looped)
-    assert check_encodable(looped, "items") is looped
+    with pytest.raises(InvalidInputError, match="at most 64 levels of nesting"):
+        check_encodable(looped, "items")
     with pytest.raises(InvalidInputError) as raised:
         check_encodable({"ok": {"k\ud800": 1}}, "state")
-    assert raised.value.field == "state.ok"
+    assert raised.value.field == "state.ok.k\\ud800"
+
+
+def test_library_calls_refuse_deep_nesting_and_keys_that_are_not_strings():
+    """A Python caller's tuple key or over-deep state is an InvalidInputError naming the field, not a raw error."""
+    deep: object = "x"
+    for _ in range(MAX_NESTING + 1):
+        deep = [deep]
+    with pytest.raises(InvalidInputError) as raised:
+        decirank.rank(["a", "b"], "Which?", {"question": deep}, model="lexical")
+    assert raised.value.field.startswith("state.question.0.0") and "at most 64 levels" in str(raised.value)
+    with pytest.raises(InvalidInputError) as raised:
+        decirank.filter([{("a", 1): "x"}], "Is it?", "state", model="lexical")
+    assert raised.value.field == "items.0.('a', 1)" and "keys that are strings" in str(raised.value)
+    with pytest.raises(InvalidInputError, match="levels of nesting"):
+        decirank.rerank("q", [{"id": "x", "text": "t", "meta": deep}], model="lexical")
+    shallow: object = "x"
+    for _ in range(MAX_NESTING - 2):
+        shallow = [shallow]
+    assert decirank.rank([shallow, "b"], "Which?", {"q": shallow}, model="lexical").items

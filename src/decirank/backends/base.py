@@ -59,19 +59,27 @@ class Backend(abc.ABC):
 def render_state(state: Any) -> str:
     """The words of a state: strings as they are, containers as their values, one per line.
 
-    Keys label values ("question", "context"); as words they would only add noise.
+    Keys label values ("question", "context"); as words they would only add noise. The walk is
+    iterative, so no nesting makes it fail.
     """
-    if state is None or isinstance(state, bool):
-        return ""
-    if isinstance(state, str):
-        return state
-    if isinstance(state, dict):
-        return "\n".join(filter(None, (render_state(value) for value in state.values())))
-    if isinstance(state, list | tuple):
-        return "\n".join(filter(None, (render_state(value) for value in state)))
-    if isinstance(state, int | float):
-        return str(state)
-    return json.dumps(state, sort_keys=True, default=str)
+    lines: list[str] = []
+    stack = [state]
+    while stack:
+        value = stack.pop()
+        if value is None or isinstance(value, bool):
+            continue
+        if isinstance(value, str):
+            if value:
+                lines.append(value)
+        elif isinstance(value, dict):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list | tuple):
+            stack.extend(reversed(value))
+        elif isinstance(value, int | float):
+            lines.append(str(value))
+        else:
+            lines.append(json.dumps(value, sort_keys=True, default=str))
+    return "\n".join(lines)
 
 
 def binomial_levels(levels: int, p: float) -> tuple[float, ...]:

@@ -19,6 +19,9 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+import anyio
+import anyio.lowlevel
+
 from ..types.answers import Answer, ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
 from ..types.limits import ModelLimits
 from ..types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
@@ -117,6 +120,17 @@ def _question_text(question: LikelihoodQuestion) -> str:
     return " ".join(part for part in (question.instructions, question.true) if part)
 
 
+async def _checkpoint() -> None:
+    """Where the time budget (and a cancel) may end a call that holds the event loop.
+
+    A deadline that has already passed is waited into, so the budget's cancel scope ends the call
+    here at once, rather than after an answer the budget no longer allows.
+    """
+    if anyio.current_time() >= anyio.current_effective_deadline():
+        await anyio.sleep_forever()
+    await anyio.lowlevel.checkpoint()
+
+
 class LexicalBackend(Backend):
     provider = "lexical"
 
@@ -129,7 +143,9 @@ class LexicalBackend(Backend):
         return ModelLimits(max_options=255, max_questions=1000, max_levels=10)
 
     async def decide(self, request: DecisionRequest) -> DecisionResponse:
-        # No I/O, and a full call (1000 passages) is some 40 ms of arithmetic: answered on the event loop.
+        # No I/O, and a full call (1000 passages) is some 40 ms of arithmetic: answered on the event loop,
+        # which checks the call's time budget (and a cancel) before, between questions and after.
+        await _checkpoint()
         state_tokens = tokenize(render_state(request.state))
         answers: dict[str, Answer] = {}
         token_count = len(state_tokens)
@@ -139,11 +155,14 @@ class LexicalBackend(Backend):
             subjects = [tokenize(_question_text(request.questions[qid])) for qid in likelihood_ids]
             token_count += sum(map(len, subjects))
             corpus = _Corpus(subjects)
+            await _checkpoint()
             query = query_terms(state_tokens)
             for position, qid in enumerate(likelihood_ids):
                 answers[qid] = LikelihoodAnswer(_likelihood(corpus.matched_share(query, position)))
 
         for qid, question in request.questions.items():
+            if not isinstance(question, LikelihoodQuestion):
+                await _checkpoint()
             if isinstance(question, ChoiceQuestion):
                 keys = list(question.options)
                 options = [tokenize(question.options[key]) for key in keys]
@@ -162,6 +181,7 @@ class LexicalBackend(Backend):
                 share = _Corpus([state_tokens]).matched_share(query_terms(instruction_tokens), 0)
                 answers[qid] = ScoreAnswer(binomial_levels(len(question.levels), _likelihood(share)))
 
+        await _checkpoint()
         return DecisionResponse(
             model=self.name, answers=answers, usage=Usage(input_tokens=token_count, cost=0.0, calls=1)
         )

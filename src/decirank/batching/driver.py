@@ -36,6 +36,8 @@ __all__ = ["DEFAULT_CHUNK_ROWS", "ENGINES", "BatchProgress", "BatchResult", "err
 
 #: Rows per chunk when the model declares no questions-per-call limit.
 DEFAULT_CHUNK_ROWS = 64
+#: More worker processes or actors than any machine could run; a larger number is a typo.
+MAX_WORKERS = 4096
 ENGINES = ("local", "ray")
 
 
@@ -284,7 +286,7 @@ def run_batch(
             "address", "an address only with engine ray", detail="the local engine runs on this machine"
         )
     if workers is not None:
-        workers = check_count(workers, "workers", lowest=0 if engine == "local" else 1)
+        workers = check_count(workers, "workers", lowest=0 if engine == "local" else 1, highest=MAX_WORKERS)
     if batch_size is not None:
         batch_size = check_count(batch_size, "batch_size")
     input_path, in_fmt, output_path, out_fmt, errors_path = _check_paths(input, output, errors)

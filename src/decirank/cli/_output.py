@@ -28,6 +28,7 @@ error_console = Console(stderr=True, markup=False)
 __all__ = [
     "bad_json",
     "check_base_url",
+    "check_host",
     "check_text",
     "console",
     "error_console",
@@ -176,14 +177,31 @@ def check_base_url(value: str | None) -> str | None:
         problem = "expected an http:// or https:// URL"
     else:
         try:
-            if not httpx.URL(value).host:
+            url = httpx.URL(value)
+            if not url.host:
                 problem = "the URL names no host"
+            elif url.port is not None and not 0 < url.port <= 65535:
+                problem = f"the port {url.port} is not from 1 to 65535"
         except (httpx.InvalidURL, ValueError, UnicodeError) as error:
             problem = f"not a valid URL: {error}"
     if problem is not None:
         import typer
 
         raise typer.BadParameter(problem)
+    return value
+
+
+def check_host(value: str) -> str:
+    """The ``--host`` callback of the servers: an address this machine can resolve, to listen on."""
+    import socket
+
+    try:
+        socket.getaddrinfo(value, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError, ValueError) as error:
+        import typer
+
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise typer.BadParameter(f"{value!r} is not an address to listen on: {reason}") from None
     return value
 
 

@@ -9,7 +9,7 @@ import typer
 
 from ..mcp import DEFAULT_HOST, DEFAULT_PORT, HTTP_PATH, serve
 from ._app import app
-from ._output import error_console
+from ._output import check_host, error_console
 
 
 class McpTransport(str, Enum):
@@ -23,7 +23,9 @@ def mcp(
         McpTransport,
         typer.Option("--transport", "-t", help="stdio for an agent that spawns the server; http to listen."),
     ] = McpTransport.stdio,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on (http).")] = DEFAULT_HOST,
+    host: Annotated[
+        str, typer.Option("--host", callback=check_host, help="Address to listen on (http).")
+    ] = DEFAULT_HOST,
     port: Annotated[
         int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on (http).")
     ] = DEFAULT_PORT,

@@ -11,7 +11,7 @@ import typer
 
 from ..errors import MissingAssetError
 from ._app import app
-from ._output import error_console
+from ._output import check_host, error_console
 
 
 class LogLevel(str, Enum):
@@ -44,7 +44,10 @@ def _positive_seconds(value: float | None) -> float | None:
 @app.command()
 def serve(
     host: Annotated[
-        str, typer.Option("--host", help="Address to bind; other machines reach only a non-loopback one.")
+        str,
+        typer.Option(
+            "--host", callback=check_host, help="Address to bind; other machines reach only a non-loopback one."
+        ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on.")] = 8000,
     model: Annotated[
@@ -78,11 +81,11 @@ def serve(
     """Serve the tools and the model over HTTP.
 
     The tools at /v1/rank, /v1/rerank (Cohere's shape), /v1/filter and /v1/score_list; the model at
-    /v1/systemone and /v1/decisions; the run log at /v1/runs; the API docs at /docs.
+    /v1/systemone and /v1/decisions; the run log at /v1/runs; a page to try them at /, their OpenAPI
+    document at /openapi.json.
     """
     try:
-        import uvicorn
-
+        from .._serving import server
         from ..server import create_app
     except ImportError as error:
         raise MissingAssetError("the HTTP server (fastapi, uvicorn)", "pip install 'decirank[server]'") from error
@@ -93,5 +96,5 @@ def serve(
     application = create_app(model, api_key=api_key, allow_exec=allow_exec, **limits)
     if not _is_loopback(host) and api_key is None:
         error_console.print(f"warning: serving on {host} without --api-key: anyone who can reach it may use it")
-    error_console.print(f"decirank serve: http://{host}:{port} (model {model}, docs at /docs)")
-    uvicorn.run(application, host=host, port=port, log_level=log_level.value)
+    error_console.print(f"decirank serve: http://{host}:{port} (model {model}, OpenAPI at /openapi.json)")
+    server(application, host=host, port=port, log_level=log_level.value).run()

@@ -107,10 +107,10 @@ async def _serve_stdio(server: Server) -> None:
 
 
 async def _serve_http(server: Server, host: str, port: int) -> None:
-    import uvicorn  # a dependency of the mcp SDK; only the HTTP transport needs it
+    from .._serving import server as http_server  # uvicorn is a dependency of the mcp SDK; only HTTP needs it
 
     app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
-    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+    await http_server(app, host=host, port=port).serve()
 
 
 def serve(

@@ -7,7 +7,6 @@ from here and never from each other, so imports only point down.
 from __future__ import annotations
 
 import json
-import math
 import secrets
 import sys
 from collections.abc import Callable, Coroutine
@@ -19,25 +18,34 @@ from fastapi import HTTPException, Request
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
 
+from .._jsonpath import first_unfit, too_deep_in_text
 from ..decisions.decider import DEFAULT_ROLE
 from ..errors import InvalidInputError
 from . import wire
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_TIMEOUT",
+    "KEYED_PREFIXES",
+    "KEY_REQUIRED",
     "BodyError",
     "GuardedRoute",
     "RequestBudget",
     "ServerSettings",
     "clean_text",
     "error_responses",
+    "key_missing",
+    "location_of",
+    "needs_api_key",
     "parse_body",
-    "require_api_key",
     "settings_of",
+    "wants_key",
 ]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+#: Seconds a client has to send a request's whole body once its headers are in.
+DEFAULT_BODY_TIMEOUT = 10.0
 #: Seconds a request may take when it names no budget of its own.
 DEFAULT_TIMEOUT = 30.0
 
@@ -92,52 +100,20 @@ class BodyError(InvalidInputError):
         return {**super().to_dict(), "type": "InvalidInputError"}
 
 
-def _path_text(location: list[str | int]) -> str:
-    return ".".join(str(part) for part in location) or "the body"
-
-
 def _first_unfit(document: Any) -> BodyError | None:
-    """The first value (in document order) that JSON or UTF-8 cannot carry: NaN, ±Infinity, a lone surrogate."""
-    stack: list[tuple[list[str | int], Any]] = [([], document)]
-    while stack:
-        location, value = stack.pop()
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as error:
-                return BodyError(
-                    location,
-                    "text without lone surrogates",
-                    detail=f"got the lone surrogate {clean_text(value[error.start : error.end])}, "
-                    "which UTF-8 cannot encode",
-                    kind="string_unicode",
-                )
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                return BodyError(
-                    location,
-                    "a finite number",
-                    detail=f"got {json.dumps(value)}; JSON has no NaN or Infinity",
-                    kind="finite_number",
-                )
-        elif isinstance(value, dict):
-            children: list[tuple[list[str | int], Any]] = []
-            for key, item in value.items():
-                try:
-                    key.encode("utf-8")
-                except UnicodeEncodeError:
-                    return BodyError(
-                        [*location, clean_text(key)],
-                        "keys without lone surrogates",
-                        detail=f"the key {clean_text(key)!r} in {_path_text(location)} holds a lone "
-                        "surrogate, which UTF-8 cannot encode",
-                        kind="string_unicode",
-                    )
-                children.append(([*location, key], item))
-            stack.extend(reversed(children))
-        elif isinstance(value, list):
-            stack.extend(reversed([([*location, index], item) for index, item in enumerate(value)]))
-    return None
+    """The first value (in document order) decirank cannot take: NaN, ±Infinity, a lone surrogate, or
+    containers nested deeper than :data:`~decirank._jsonpath.MAX_NESTING`."""
+    found = first_unfit(document)
+    if found is None:
+        return None
+    location = [clean_text(part) if isinstance(part, str) else part for part in found.path]
+    return BodyError(location, found.expected, detail=found.problem, kind=found.kind)
+
+
+def location_of(field: str, where: str = "body") -> list[str | int]:
+    """An error's location as FastAPI gives it: ``where`` and the dotted field's parts, positions as numbers."""
+    # Only ASCII digits are a position: "³".isdigit() is true, and int() refuses it.
+    return [where, *(int(part) if part.isascii() and part.isdigit() else part for part in field.split("."))]
 
 
 def parse_body(body: bytes) -> Any:
@@ -164,7 +140,12 @@ def parse_body(body: bytes) -> Any:
             kind="json_invalid",
         ) from None
     except RecursionError:
-        raise BodyError([], "a JSON document", detail="nested too deeply", kind="json_invalid") from None
+        # Too deep for the parser: where it went too deep is read from the text instead.
+        deep = too_deep_in_text(body.decode("utf-8", "replace"))
+        if deep is None:
+            raise BodyError([], "a JSON document", detail="nested too deeply", kind="json_invalid") from None
+        location = [clean_text(part) if isinstance(part, str) else part for part in deep.path]
+        raise BodyError(location, deep.expected, detail=deep.problem, kind=deep.kind) from None
     except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits)
         detail = f"a number has more than {sys.get_int_max_str_digits()} digits"
         raise BodyError([], "a JSON document", detail=detail, kind="json_invalid") from None
@@ -175,7 +156,8 @@ def parse_body(body: bytes) -> Any:
 
 
 def _is_json(content_type: str | None) -> bool:
-    """Whether FastAPI reads a body of this content type as JSON (it does when none is given)."""
+    """Whether FastAPI reads a body of this content type as JSON (:class:`GuardedRoute` makes it so when
+    none is given)."""
     if not content_type:
         return True
     header = MimeHeader()
@@ -199,9 +181,17 @@ class GuardedRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
+        takes_body = self.body_field is not None
+
         async def guarded(request: Request) -> Response:
-            parsed = _ParsedRequest(request.scope, request.receive)
-            if _is_json(parsed.headers.get("content-type")) and await parsed.body():
+            scope = request.scope
+            if takes_body and not request.headers.get("content-type"):
+                # A body without a content type is read as JSON, which is all these routes take.
+                headers = [(name, value) for name, value in scope["headers"] if name != b"content-type"]
+                scope = {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
+            parsed = _ParsedRequest(scope, request.receive)
+            # A route without a body ignores one sent anyway (a GET with a body), as FastAPI does.
+            if takes_body and _is_json(parsed.headers.get("content-type")) and await parsed.body():
                 await parsed.json()  # a BodyError here goes to the error handlers, as any DecirankError
             return await handler(parsed)
 
@@ -211,17 +201,33 @@ class GuardedRoute(APIRoute):
 # --- the key and the error statuses ----------------------------------------------------------
 
 
-def require_api_key(request: Request) -> None:
-    expected = settings_of(request).api_key
+KEY_REQUIRED = "a valid API key is required: Authorization: Bearer <key>"
+
+
+def key_missing(expected: str | None, authorization: str) -> bool:
+    """Whether an ``Authorization`` header fails to give the server's key (never, when it has none)."""
     if expected is None:
-        return
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), expected.encode()):
-        raise HTTPException(
-            status_code=401,
-            detail="a valid API key is required: Authorization: Bearer <key>",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+        return False
+    scheme, _, token = authorization.partition(" ")
+    return scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), expected.encode())
+
+
+def needs_api_key(request: Request) -> None:
+    """The dependency of every route that wants the server's API key (when it has one).
+
+    The ``ApiKeyFirst`` middleware refuses a request without it before the body is read; this checks
+    again where the route runs, so a route is never open for want of the middleware.
+    """
+    if key_missing(settings_of(request).api_key, request.headers.get("authorization", "")):
+        raise HTTPException(status_code=401, detail=KEY_REQUIRED, headers={"WWW-Authenticate": "Bearer"})
+
+
+#: The paths the API key guards: the API's, whatever the route (one added later, or none: a 404).
+KEYED_PREFIXES = ("/v1/", "/v2/")
+
+
+def wants_key(path: str) -> bool:
+    return path.startswith(KEYED_PREFIXES)
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -6,9 +6,17 @@ meaning they refuse, :func:`parse_body`'s for a body that is not strict JSON:
 malformed, NaN or Infinity, a lone surrogate); a request over a model's
 declared limits is a 413 stating the limit; a decision that could not be had
 is a 502, or a 504 when time ran out (saying after how long, and whose limit
-that was), with the typed error as ``error``; a request over the size limit
-is a 413 before anything reads it. Bad input never yields a 500, and nothing
-escapes as an exception to the HTTP server, which would drop the connection.
+that was), with the typed error as ``error``. Bad input never yields a 500,
+and nothing escapes as an exception to the HTTP server, which would drop the
+connection.
+
+Guards stand in front of every route, one added later included, and the
+OpenAPI document lists what they answer on every operation: without the API
+key a 401 (under ``/v1/`` and ``/v2/``) before the body is read; a body over
+the size limit a 413, one that has not all arrived in time a 408, one framed
+by both Content-Length and Transfer-Encoding a 400; then :func:`parse_body`
+refuses JSON nested deeper than :data:`~decirank._jsonpath.MAX_NESTING`, so
+nothing behind it (the tools, the run log, the response encoder) meets more.
 
 A request whose client goes away is cancelled, so its work (model calls,
 ``exec:`` commands and their process groups) ends with it.
@@ -42,24 +50,32 @@ from ..errors import (
     UnknownModelError,
 )
 from ._deps import (
+    KEY_REQUIRED,
+    DEFAULT_BODY_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_TIMEOUT,
     GuardedRoute,
     RequestBudget,
     ServerSettings,
     clean_text,
+    key_missing,
+    location_of,
+    needs_api_key,
     parse_body,
+    wants_key,
 )
 from .page import page_router
 from .routes import router
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_TIMEOUT",
     "GuardedRoute",
     "SafeJSONResponse",
     "ServerSettings",
     "create_app",
+    "needs_api_key",
     "parse_body",
 ]
 
@@ -113,8 +129,20 @@ class _HTTPMiddleware:
         raise NotImplementedError
 
 
+def _refusal(status: int, kind: str, message: str, *, close: bool = False) -> JSONResponse:
+    """A refusal of the request as sent (its size, framing or pace), before anything reads it.
+
+    With ``close`` the connection ends after it: what else the client sends on it cannot be trusted
+    to be the next request.
+    """
+    headers = {"connection": "close"} if close else None
+    return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status, headers=headers)
+
+
 class BodyLimit(_HTTPMiddleware):
-    """Answers 413 to a body over ``max_bytes``, declared or (when chunked) as it arrives.
+    """Reads the body whole, within limits: 413 over ``max_bytes`` (declared or, when chunked, as it
+    arrives), 408 when it has not all arrived within ``timeout`` seconds, 400 when both its length and
+    ``Transfer-Encoding: chunked`` are declared (a request two servers may split differently).
 
     The body is read here in full, then handed on: the endpoints parse it
     whole anyway, and reading it first means nothing else runs on a body that
@@ -122,34 +150,56 @@ class BodyLimit(_HTTPMiddleware):
     away, and cancels the request's work when it does.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout: float = DEFAULT_BODY_TIMEOUT) -> None:
         super().__init__(app)
         self.max_bytes = max_bytes
+        self.timeout = timeout
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        declared = dict(scope["headers"]).get(b"content-length", b"")
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length", b"")
+        if declared and b"transfer-encoding" in headers:
+            message = "the request declares both Content-Length and Transfer-Encoding: send one of them"
+            await _refusal(400, "BadRequestError", message, close=True)(scope, receive, send)
+            return
         if declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(scope, receive, send)
+            await self._too_large(scope, receive, send)
             return
         body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if len(body) > self.max_bytes:
-                await self._refuse(scope, receive, send)
-                return
-            if not message.get("more_body", False):
-                break
+        with anyio.move_on_after(self.timeout) as clock:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                body += message.get("body", b"")
+                if len(body) > self.max_bytes:
+                    await self._too_large(scope, receive, send)
+                    return
+                if not message.get("more_body", False):
+                    break
+        if clock.cancelled_caught:
+            message = f"the request body did not arrive within {self.timeout:g} s"
+            await _refusal(408, "RequestTimeoutError", message)(scope, receive, send)
+            return
         await _cancelled_on_disconnect(self.app, scope, bytes(body), receive, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = JSONResponse(
-            {"error": {"type": "TooLargeError", "message": f"the request body is over {self.max_bytes} bytes"}},
-            status_code=413,
-        )
-        await response(scope, receive, send)
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"the request body is over {self.max_bytes} bytes"
+        await _refusal(413, "TooLargeError", message)(scope, receive, send)
+
+
+class ApiKeyFirst(_HTTPMiddleware):
+    """Answers 401 to a request under :data:`KEYED_PREFIXES` without the server's API key, before
+    its body is read or parsed; the routes' :func:`needs_api_key` checks it again where they run."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        expected = scope["app"].state.settings.api_key
+        authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        if wants_key(scope["path"]) and key_missing(expected, authorization):
+            response = JSONResponse({"detail": KEY_REQUIRED}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 async def _cancelled_on_disconnect(app: ASGIApp, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
@@ -228,11 +278,6 @@ class RequestId(_HTTPMiddleware):
 # --- errors to statuses ----------------------------------------------------------------------
 
 
-def _location(field: str, where: str = "body") -> list[str | int]:
-    # Only ASCII digits are a position: "³".isdigit() is true, and int() refuses it.
-    return [where, *(int(part) if part.isascii() and part.isdigit() else part for part in field.split("."))]
-
-
 def _over_limits(error: DecirankError) -> bool:
     """Whether no model could take the request because it is over their declared limits (never sent)."""
     if isinstance(error, LimitExceededError):
@@ -276,7 +321,7 @@ def error_response(error: DecirankError, request: Request | None = None) -> JSON
     if isinstance(error, InvalidInputError | UnknownModelError):
         field = error.field if isinstance(error, InvalidInputError) else "model"
         where = getattr(request.state, "input_location", "body") if request is not None else "body"
-        location = getattr(error, "location", None) or _location(field, where)
+        location = getattr(error, "location", None) or location_of(field, where)
         kind = getattr(error, "kind", "invalid_input")
         detail = [{"loc": location, "msg": str(error), "type": kind}]
         return SafeJSONResponse({"detail": detail, "error": error.to_dict()}, status_code=422)
@@ -298,6 +343,53 @@ def error_response(error: DecirankError, request: Request | None = None) -> JSON
     return SafeJSONResponse({"error": error.to_dict()}, status_code=status)
 
 
+def _refusal_schema(description: str) -> dict[str, Any]:
+    error = {
+        "type": "object",
+        "required": ["type", "message"],
+        "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+    }
+    body = {"type": "object", "required": ["error"], "properties": {"error": error}}
+    return {"description": description, "content": {"application/json": {"schema": body}}}
+
+
+#: What the guards around every request may answer, whatever the route.
+_GUARD_RESPONSES = {
+    "400": _refusal_schema("The request declares both Content-Length and Transfer-Encoding."),
+    "408": _refusal_schema("The request body did not all arrive in time."),
+    "413": _refusal_schema("The request body is over the server's size limit."),
+}
+_KEY_RESPONSE = {
+    "description": "An API key is required and was missing or wrong.",
+    "content": {
+        "application/json": {
+            "schema": {"type": "object", "required": ["detail"], "properties": {"detail": {"type": "string"}}}
+        }
+    },
+}
+
+
+def _document_guards(application: FastAPI) -> None:
+    """List in the OpenAPI document, on every operation, the statuses the guards answer with.
+
+    The guards stand in front of every route, a route added later included; so does this.
+    """
+    generate = application.openapi
+
+    def openapi() -> dict[str, Any]:
+        document = generate()  # FastAPI's own, made again only when the routes change
+        for path, operations in document.get("paths", {}).items():
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                for status, entry in _GUARD_RESPONSES.items():
+                    responses.setdefault(status, entry)
+                if wants_key(path):
+                    responses.setdefault("401", _KEY_RESPONSE)
+        return document
+
+    application.openapi = openapi  # type: ignore[method-assign]
+
+
 def create_app(
     model: str = DEFAULT_ROLE,
     *,
@@ -305,14 +397,22 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     timeout: float = DEFAULT_TIMEOUT,
     allow_exec: bool = False,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> FastAPI:
     """The ``decirank serve`` application, answering with ``model`` unless a request names another.
+
+    ``max_body_bytes`` and ``body_timeout`` bound a request's body: its size, and the seconds it may
+    take to arrive once the headers have.
 
     ``model`` is resolved here, so a server that could not answer fails at start, not on its first request.
     """
     Decider.resolve(model)
     application = FastAPI(
         default_response_class=SafeJSONResponse,
+        # Swagger UI and ReDoc load their scripts from a CDN; the page at / is this server's own
+        # playground, and /openapi.json describes every endpoint for any viewer or client generator.
+        docs_url=None,
+        redoc_url=None,
         title="decirank",
         version=__version__,
         description="Rank, rerank, filter and decide with decision models: the decirank tools over HTTP, "
@@ -332,7 +432,12 @@ def create_app(
         detail = jsonable_encoder(error.errors())
         return SafeJSONResponse({"detail": detail, "error": validation_error_object(detail)}, status_code=422)
 
+    # A path with a slash too many is a 404, not a redirect to a path that may not be the client's.
+    application.router.redirect_slashes = False
+    _document_guards(application)
+
     application.add_middleware(ServerErrors)
-    application.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    application.add_middleware(BodyLimit, max_bytes=max_body_bytes, timeout=body_timeout)
+    application.add_middleware(ApiKeyFirst)
     application.add_middleware(RequestId)
     return application

@@ -36,7 +36,7 @@ from ..decisions.roles import resolve_chain, role_names
 from ..stores.artifacts import ArtifactStore
 from ..stores.runlog import RUN_STATUSES, _percentile, current_runlog
 from ..tools._evaluators.validate import BUILTIN_TYPES
-from ._deps import GuardedRoute, error_responses, require_api_key, settings_of
+from ._deps import GuardedRoute, error_responses, needs_api_key, settings_of
 
 __all__ = ["page_router"]
 
@@ -53,7 +53,7 @@ _HEADERS = {
 }
 
 page_router = APIRouter(route_class=GuardedRoute)
-page_api = APIRouter(route_class=GuardedRoute, dependencies=[Depends(require_api_key)])
+page_api = APIRouter(route_class=GuardedRoute, dependencies=[Depends(needs_api_key)])
 
 
 @cache
@@ -124,7 +124,7 @@ EXAMPLE_ARTIFACTS = {
 EXAMPLE_EVALUATOR = "validate:json"
 
 
-@page_api.post("/v1/example-artifacts", responses=_errors(401), tags=["page"])
+@page_api.post("/v1/example-artifacts", responses=error_responses(401), tags=["page"])
 def example_artifacts() -> dict[str, Any]:
     """Store score_list's example artifacts where their refs are free, and name them with their evaluator.
 
@@ -186,7 +186,11 @@ def runlog_runs(
     if runlog is None:
         return {"enabled": False, "runs": [], "tools": [], "models": [], "statuses": list(RUN_STATUSES)}
     found = runlog.runs(limit=limit, tool=tool or None, status=status or None, model=model or None, with_inputs=True)
-    rows = [{**row, "items": _item_count(row.pop("inputs"))} for row in found]
+    # The inputs are read only to count the items: the list itself stays small.
+    rows = []
+    for row in found:
+        inputs = row.pop("inputs")
+        rows.append({**row, "items": _item_count(inputs)})
     database = runlog.database
     tools = [r["tool"] for r in database.query("SELECT DISTINCT tool FROM runs WHERE kind = 'tool' ORDER BY tool")]
     used = [r["model"] for r in database.query("SELECT DISTINCT model FROM runs WHERE kind = 'model' ORDER BY model")]

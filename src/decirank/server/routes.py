@@ -41,7 +41,15 @@ from ..tools.score_list import ascore_list
 from ..types.answers import DecisionResponse
 from ..types.questions import DecisionRequest
 from . import wire
-from ._deps import GuardedRoute, RequestBudget, ServerSettings, error_responses, require_api_key, settings_of
+from ._deps import (
+    GuardedRoute,
+    RequestBudget,
+    ServerSettings,
+    error_responses,
+    location_of,
+    needs_api_key,
+    settings_of,
+)
 
 __all__ = ["router"]
 
@@ -50,7 +58,7 @@ __all__ = ["router"]
 TOOL_ERRORS = error_responses(401, 413, 422, 502, 503, 504)
 
 router = APIRouter(route_class=GuardedRoute)
-api = APIRouter(route_class=GuardedRoute, dependencies=[Depends(require_api_key)])
+api = APIRouter(route_class=GuardedRoute, dependencies=[Depends(needs_api_key)])
 
 
 def served_model(requested: str | None, settings: ServerSettings, *, unknown_is_default: bool = False) -> str:
@@ -312,11 +320,21 @@ async def _decide(
 
 
 def _systemone_question(qid: str, question: Any) -> Any:
-    """A wire question as ours; its ``examples`` may name an example set stored on this server."""
-    wire_question = question.model_dump(exclude_none=True)
-    if "examples" in wire_question:
-        wire_question["examples"] = resolve_examples(wire_question["examples"], f"questions.{qid}.examples")
-    return systemone_wire.decode_question(wire_question, f"questions.{qid}")
+    """A wire question as ours; its ``examples`` may name an example set stored on this server.
+
+    An error's location keeps the id whole, dots and all (``["body", "questions", "a.b", "instructions"]``).
+    """
+    where = f"questions.{qid}"
+    try:
+        wire_question = question.model_dump(exclude_none=True)
+        if "examples" in wire_question:
+            wire_question["examples"] = resolve_examples(wire_question["examples"], f"{where}.examples")
+        return systemone_wire.decode_question(wire_question, where)
+    except InvalidInputError as error:
+        if error.field == where or error.field.startswith(f"{where}."):
+            inside = location_of(error.field.removeprefix(where).lstrip("."))[1:] if error.field != where else []
+            error.location = ["body", "questions", qid, *inside]  # type: ignore[attr-defined]
+        raise
 
 
 @api.post("/v1/systemone", response_model=wire.SystemOneResponse, responses=TOOL_ERRORS, tags=["decisions"])

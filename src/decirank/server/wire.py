@@ -21,6 +21,12 @@ ModelName = Annotated[
 ]
 Timeout = Annotated[float | None, Field(gt=0, description="Time budget in seconds for the whole call.")]
 
+#: A character other than those Python's ``str.strip()`` removes: text the tools refuse as blank has none.
+NON_BLANK = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+#: Text that must not be blank. The tools refuse blank text themselves, naming the field; the
+#: schema says so too, so that a client generated from it never sends what the server refuses.
+Text = Annotated[str, Field(json_schema_extra={"minLength": 1, "pattern": NON_BLANK})]
+
 
 class Body(BaseModel):
     """A request body, or part of one: strict, so what the schema does not allow is refused.
@@ -48,12 +54,12 @@ class RankRequest(Body):
     """The input of ``builtin__rank``."""
 
     items: list[Any] = Field(description="The list to rank.")
-    instructions: str = Field(description="The choice question.")
+    instructions: Text = Field(description="The choice question.")
     state: Any = Field(None, description='The context the items are judged against, e.g. {"question": "..."}.')
-    describe: str | None = Field(
+    describe: Text | None = Field(
         None, description="Dot path into each item to show as its option, e.g. url or meta.date."
     )
-    none: str | None = Field(None, description="Text of a 'nothing fits' option.")
+    none: Text | None = Field(None, description="Text of a 'nothing fits' option.")
     top_k: int | None = Field(None, description="Keep only the best k.")
     model: ModelName = None
     timeout: Timeout = None
@@ -78,7 +84,7 @@ class RankResponse(BaseModel):
 class RerankRequest(Body):
     """Cohere's v1 rerank request, for ``cohere.Client``, plus decirank's ``min_relevance`` and ``timeout``."""
 
-    query: str
+    query: Text
     documents: list[str | dict[str, Any]] = Field(
         description='Strings, or objects with a "text" field (or the fields rank_fields names).'
     )
@@ -129,7 +135,7 @@ class RerankV2Request(Body):
         description="A role or a model this server runs; any other name (a Cohere model's) is answered by "
         "the server's model."
     )
-    query: str
+    query: Text
     documents: list[str] = Field(description="The texts to score against the query.")
     top_n: int | None = Field(None, ge=0, description="Keep only the best n (0 or null keeps all).")
     max_tokens_per_doc: int | None = Field(
@@ -154,7 +160,7 @@ class RerankV2Response(BaseModel):
 
 class FilterRequest(Body):
     items: list[Any]
-    question: str = Field(description="The yes/no question asked of each item.")
+    question: Text = Field(description="The yes/no question asked of each item.")
     state: Any = Field(None, description="The context the items are judged against; none: no context.")
     min_confidence: float = Field(DEFAULT_MIN_CONFIDENCE, description="Keep items at least this likely.")
     describe: str | None = None
@@ -202,7 +208,7 @@ class ClassifyRequest(Body):
     """The input of ``builtin__classify``: one choice question per text."""
 
     texts: Texts
-    question: str = Field(description="The choice question asked of each text.")
+    question: Text = Field(description="The choice question asked of each text.")
     options: list[str] | dict[str, str] = Field(
         description="The labels, or an object of label to description (2 to 255 options)."
     )
@@ -230,7 +236,7 @@ class ScoreRequest(Body):
     """The input of ``builtin__score``: one likelihood question per text."""
 
     texts: Texts
-    question: str = Field(description="The yes/no question asked of each text.")
+    question: Text = Field(description="The yes/no question asked of each text.")
     true: str | None = Field(None, description="What a yes means.")
     false: str | None = Field(None, description="What a no means.")
     examples: list[dict[str, Any]] | str | None = _text_examples("true/false")
@@ -251,7 +257,7 @@ class ScoreListRequest(Body):
     refs: list[str | dict[str, Any]] | str = Field(
         description='Refs "run_id/agent_id", or {"ref": ...} objects, or that array as a JSON string.'
     )
-    evaluator: str = Field(description="validate:<type>, score:<criterion>, or exec:<cmd> (if the server allows it).")
+    evaluator: Text = Field(description="validate:<type>, score:<criterion>, or exec:<cmd> (if the server allows it).")
     top_k: int = Field(0, description="How many top-scoring refs are winners; 0 ranks without pruning.")
     max_concurrency: int = Field(DEFAULT_MAX_CONCURRENCY, description="Upper bound on parallel evaluator calls.")
     model: ModelName = None
@@ -298,21 +304,21 @@ QuestionExamples = Annotated[
 
 class NoulQuestion(Body):
     type: Literal["noul"]
-    instructions: str
+    instructions: Text
     criteria: NoulCriteria | None = None
     examples: QuestionExamples = None
 
 
 class ChoiceQuestion(Body):
     type: Literal["choice"]
-    instructions: str
+    instructions: Text
     criteria: dict[str, str] = Field(min_length=2, max_length=255, description="Option key to its description.")
     examples: QuestionExamples = None
 
 
 class ScoreQuestion(Body):
     type: Literal["score"]
-    instructions: str
+    instructions: Text
     criteria: list[str] = Field(min_length=2, max_length=10, description="Levels, lowest first.")
 
 
@@ -363,7 +369,7 @@ class InputMessage(Body):
 class PredicateQuestion(Body):
     type: Literal["predicate"]
     name: str | None = None
-    instructions: str
+    instructions: Text
 
 
 class Choice(Body):
@@ -374,7 +380,7 @@ class Choice(Body):
 class DecisionChoiceQuestion(Body):
     type: Literal["choice"]
     name: str | None = None
-    instructions: str
+    instructions: Text
     choices: list[Choice] = Field(min_length=2, max_length=255)
 
 
@@ -386,7 +392,7 @@ class Level(Body):
 class DecisionScoreQuestion(Body):
     type: Literal["score"]
     name: str | None = None
-    instructions: str
+    instructions: Text
     levels: list[Level] = Field(min_length=2, max_length=10)
 
 

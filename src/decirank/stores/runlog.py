@@ -71,6 +71,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from .._jsonpath import MAX_NESTING
 from .._paths import data_file
 from ..errors import ConfigError, InvalidInputError
 from ._database import (
@@ -222,25 +223,30 @@ def _salvage(params: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(safer)
 
 
-def summarize(value: Any, *, max_text: int = 200, max_items: int = 5) -> Any:
-    """A short copy of ``value`` for a run's inputs and outputs: long texts and lists cut."""
+def summarize(value: Any, *, max_text: int = 200, max_items: int = 5, max_depth: int = 10) -> Any:
+    """A short copy of ``value`` for a run's inputs and outputs: long texts and lists cut, deep nesting too.
 
-    def cut(value: Any) -> Any:
+    A stored row is read back by every run list, so it is kept small and shallow whatever it was given.
+    """
+
+    def cut(value: Any, depth: int) -> Any:
         # Concrete types first: this runs on every tool call, and ABC checks are slow.
         if isinstance(value, str):
             return value if len(value) <= max_text else value[:max_text] + f"… (+{len(value) - max_text} chars)"
         if value is None or isinstance(value, bool | int | float):
             return value
+        if isinstance(value, dict | Mapping | list | tuple) and depth >= max_depth:
+            return f"… ({len(value)} more nested)"
         if isinstance(value, dict | Mapping):
-            return {str(key): cut(item) for key, item in value.items()}
+            return {str(key): cut(item, depth + 1) for key, item in value.items()}
         if isinstance(value, list | tuple):
-            shown = [cut(item) for item in value[:max_items]]
+            shown = [cut(item, depth + 1) for item in value[:max_items]]
             if len(value) > max_items:
                 shown.append(f"… (+{len(value) - max_items} more)")
             return shown
         return str(value)
 
-    return cut(value)
+    return cut(value, 0)
 
 
 def _usage_columns(usage: Mapping[str, Any]) -> dict[str, Any]:
@@ -607,11 +613,23 @@ def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+def _stored_json(text: str) -> Any:
+    """A stored JSON column as a value any reader can render: never an error, never deeper than the
+    nesting limit (a row written before it, or by another program, may be)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    if isinstance(value, dict | list):
+        value = summarize(value, max_text=sys.maxsize, max_items=sys.maxsize, max_depth=MAX_NESTING)
+    return value
+
+
 def _decode(row: dict[str, Any]) -> dict[str, Any]:
     row = dict(row)
     for column in _JSON_COLUMNS:
         if row.get(column) is not None:
-            row[column] = json.loads(row[column])
+            row[column] = _stored_json(row[column])
     row["cached"] = bool(row["cached"])
     return row
 

@@ -1,9 +1,10 @@
 """Argument checks shared by the tools: each names the field and what it expects.
 
-Text must be encodable as UTF-8: a string holding a lone surrogate (which
-Python allows, and JSON parsers produce from ``"\ud800"``) can be neither
-sent to a model, nor logged, nor answered over HTTP, so it is refused here,
-naming where it is, before any work starts.
+Inputs must be what JSON text can carry: a string holding a lone surrogate
+(which Python allows, and JSON parsers produce from ``"\ud800"``), a key that
+is not a string, or containers nested deeper than :data:`MAX_NESTING` can be
+neither sent to a model, nor logged, nor answered over HTTP, so they are
+refused here, naming where they are, before any work starts.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .._jsonpath import first_unfit
 from ..errors import InvalidInputError
 from ..stores.examples import resolve_examples
 from ..types.questions import Example
@@ -27,45 +29,16 @@ __all__ = [
 ]
 
 
-def _unencodable(text: str) -> str | None:
-    """The first character of ``text`` that UTF-8 cannot encode (a lone surrogate), escaped; None if none."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        return text[error.start : error.end].encode("utf-8", "backslashreplace").decode("ascii")
-    return None
-
-
 def check_encodable(value: Any, field: str) -> Any:
-    """``value`` as it is, after checking that every string in it (keys too) is encodable as UTF-8.
+    """``value`` as it is, once sure JSON text can carry it: every string (keys too) encodable as UTF-8,
+    every key a string, and containers nested at most :data:`MAX_NESTING` deep.
 
-    Lists, tuples and dicts are walked; the error names the path, e.g. ``items.3.title``.
+    The error names the path, e.g. ``items.3.title``. Floats are not checked: a Python caller's NaN
+    is its own affair, and is written as such.
     """
-    stack: list[tuple[str, Any]] = [(field, value)]
-    seen: set[int] = set()
-    while stack:
-        path, current = stack.pop()
-        if isinstance(current, str):
-            bad = _unencodable(current)
-            if bad is not None:
-                raise InvalidInputError(
-                    path, "text encodable as UTF-8", detail=f"it holds the lone surrogate {bad}"
-                )
-        elif isinstance(current, dict | list | tuple):
-            if id(current) in seen:  # a structure that holds itself is walked once
-                continue
-            seen.add(id(current))
-            if isinstance(current, dict):
-                children = []
-                for key, item in current.items():
-                    if isinstance(key, str) and (bad := _unencodable(key)) is not None:
-                        raise InvalidInputError(
-                            path, "keys encodable as UTF-8", detail=f"a key holds the lone surrogate {bad}"
-                        )
-                    children.append((f"{path}.{key}", item))
-            else:
-                children = [(f"{path}.{index}", item) for index, item in enumerate(current)]
-            stack.extend(reversed(children))
+    found = first_unfit(value, finite=False)
+    if found is not None:
+        raise InvalidInputError(found.dotted(field), found.expected, detail=found.problem)
     return value
 
 
@@ -94,10 +67,13 @@ def check_optional_text(value: Any, field: str) -> str | None:
     return check_encodable(value, field)
 
 
-def check_count(value: Any, field: str, *, lowest: int = 1) -> int:
-    """An integer of at least ``lowest``; ``True`` is not a count."""
+def check_count(value: Any, field: str, *, lowest: int = 1, highest: int | None = None) -> int:
+    """An integer of at least ``lowest`` (and at most ``highest``); ``True`` is not a count."""
+    expected = f"an integer of at least {lowest}" if highest is None else f"an integer from {lowest} to {highest}"
     if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
-        raise InvalidInputError(field, f"an integer of at least {lowest}", got=value)
+        raise InvalidInputError(field, expected, got=value)
+    if highest is not None and value > highest:
+        raise InvalidInputError(field, expected, got=value)
     return value
 
 

@@ -16,6 +16,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .._jsonpath import first_unfit
 from ..decisions.decider import DEFAULT_ROLE
 from ..errors import InvalidInputError
 from ._checks import check_optional_text
@@ -591,9 +592,14 @@ def get_tool(name: Any, field: str = "tool_name") -> ToolSpec:
 
 
 def check_arguments(spec: ToolSpec, arguments: Any) -> dict[str, Any]:
-    """The arguments as a dict, refusing unknown and missing fields by name."""
+    """The arguments as a dict, refusing unknown and missing fields by name, and values JSON cannot carry
+    (NaN, Infinity, a lone surrogate, nesting deeper than :data:`~decirank._jsonpath.MAX_NESTING`)."""
     if not isinstance(arguments, dict):
         raise InvalidInputError("arguments", f"an object with {spec.name}'s inputs", got=arguments)
+    # Arguments come as JSON (MCP, plans), whose readers take NaN and Infinity: refused here, as over HTTP.
+    unfit = first_unfit(arguments)
+    if unfit is not None:
+        raise InvalidInputError(unfit.dotted(), unfit.expected, detail=unfit.problem)
     for name in arguments:
         if name not in spec.input_schema["properties"]:
             raise InvalidInputError(

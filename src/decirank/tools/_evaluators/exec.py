@@ -7,10 +7,15 @@ as ``$ARTIFACT``; the artifact's text never reaches the shell. Exit status 0
 scores 1.0 (VALID), anything else 0.0 (INVALID) with the last lines of output
 as issues.
 
-The command runs in its own process group. When it ends, runs out of
-time, or its caller is cancelled (a client that went away), the whole group
-is killed, so children it left behind (or that were still running at the
-timeout) go with it. Only the last 64 KiB of output are kept.
+The command runs in its own process group, and on Linux under a child
+subreaper (``_reaper.py``), so that a descendant that leaves the group
+(``setsid``, a double fork) stays within reach. When the command ends, runs
+out of time, or its caller is cancelled (a client that went away), every
+process it started is killed, so children it left behind (or that were
+still running at the timeout) go with it; the subreaper also ends them when
+the process that ran it dies. A server shutting down stops the commands
+still running at once (:func:`stop_running_commands`): they are UNKNOWN,
+not judged. Only the last 64 KiB of output are kept.
 
 Each run is limited to its own timeout and, within a tool call that has a
 time budget (:meth:`ExecEvaluator.within`), to what is left of that budget: a
@@ -26,18 +31,26 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteReceiveStream
+from anyio.abc import ByteReceiveStream, Process
 
 from ...decisions.toolcall import ToolCall
 from .base import Evaluation, Evaluator, Verdict, strip_code_fence
 
-__all__ = ["DEFAULT_EXEC_TIMEOUT", "OUTPUT_LIMIT", "CommandOutcome", "ExecEvaluator", "run_command"]
+__all__ = [
+    "DEFAULT_EXEC_TIMEOUT",
+    "OUTPUT_LIMIT",
+    "CommandOutcome",
+    "ExecEvaluator",
+    "run_command",
+    "stop_running_commands",
+]
 
 DEFAULT_EXEC_TIMEOUT = 300.0
 OUTPUT_LIMIT = 64 * 1024
@@ -71,6 +84,8 @@ class CommandOutcome:
     timed_out: bool
     #: Whether earlier output was dropped to keep within the limit.
     truncated: bool
+    #: Whether :func:`stop_running_commands` ended it (a server shutting down).
+    stopped: bool = False
 
 
 class _OutputTail:
@@ -105,14 +120,53 @@ def _kill_group(group_id: int) -> None:
         os.killpg(group_id, signal.SIGKILL)
 
 
+_REAPER = Path(__file__).with_name("_reaper.py")
+#: Whether commands run under the subreaper: it needs Linux's prctl and /proc.
+SUBREAPER = sys.platform == "linux"
+# How long the subreaper may take to end what a command started before its group is killed outright.
+STOP_GRACE_SECONDS = 5.0
+
+#: The cancel scopes of the commands running in this process, for a server's shutdown to stop.
+_RUNNING: set[anyio.CancelScope] = set()
+
+
+def stop_running_commands() -> int:
+    """Stop every ``exec:`` command running in this process now; how many there were.
+
+    For a server that is shutting down: call it on the event loop the commands run on.
+    """
+    running = list(_RUNNING)
+    for scope in running:
+        scope.cancel()
+    return len(running)
+
+
+def _argv(command: str) -> list[str]:
+    if SUBREAPER:
+        return [sys.executable, "-I", "-S", str(_REAPER), str(os.getpid()), command]
+    return ["/bin/sh", "-c", command]
+
+
+async def _stop(process: Process) -> None:
+    """End the command and everything it started, and wait for that (the caller may be cancelled)."""
+    with anyio.CancelScope(shield=True):
+        if SUBREAPER and process.returncode is None:
+            # The subreaper kills what it inherited, which the group may no longer hold, then exits.
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+            with anyio.move_on_after(STOP_GRACE_SECONDS):
+                await process.wait()
+        _kill_group(process.pid)
+
+
 async def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeout: float) -> CommandOutcome:
-    """Run ``command`` with ``/bin/sh`` in its own process group, killing the group at the end.
+    """Run ``command`` with ``/bin/sh`` in its own process group, ending all it started at the end.
 
     Raises ``OSError`` when the command cannot be started at all.
     """
     tail = _OutputTail(OUTPUT_LIMIT)
     process = await anyio.open_process(
-        ["/bin/sh", "-c", command],
+        _argv(command),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -121,23 +175,30 @@ async def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeou
         start_new_session=True,
     )
     assert process.stdout is not None
+    stopped = anyio.CancelScope()
+    _RUNNING.add(stopped)
     try:
-        async with anyio.create_task_group() as group:
-            drained = anyio.Event()
-            group.start_soon(_drain, process.stdout, tail, drained)
-            with anyio.move_on_after(timeout) as clock:
-                await process.wait()
-            # On a timeout this ends the command; after a normal exit it ends the
-            # background children it left, which would otherwise hold the pipe open.
-            _kill_group(process.pid)
-            with anyio.move_on_after(DRAIN_GRACE_SECONDS):
-                await drained.wait()
-            group.cancel_scope.cancel()
+        with stopped:
+            async with anyio.create_task_group() as group:
+                drained = anyio.Event()
+                group.start_soon(_drain, process.stdout, tail, drained)
+                with anyio.move_on_after(timeout) as clock:
+                    await process.wait()
+                # On a timeout this ends the command; after a normal exit it ends the
+                # background children it left, which would otherwise hold the pipe open.
+                await _stop(process)
+                with anyio.move_on_after(DRAIN_GRACE_SECONDS):
+                    await drained.wait()
+                group.cancel_scope.cancel()
     finally:
         # Also when the caller cancels: nothing the command started outlives it.
-        _kill_group(process.pid)
+        _RUNNING.discard(stopped)
+        await _stop(process)
         with anyio.CancelScope(shield=True):
             await process.aclose()
+    if stopped.cancelled_caught:
+        status = process.returncode if process.returncode is not None else -signal.SIGKILL
+        return CommandOutcome(status, tail.text(), False, tail.truncated, stopped=True)
     assert process.returncode is not None
     return CommandOutcome(process.returncode, tail.text(), clock.cancelled_caught, tail.truncated)
 
@@ -229,6 +290,9 @@ class ExecEvaluator(Evaluator):
             except OSError as error:
                 # No verdict on the artifact can be had when the command never ran.
                 return Evaluation(None, Verdict.UNKNOWN, (f"the command could not be started: {error}",), "not run")
+        if outcome.stopped:
+            reason = "stopped: the server is shutting down"
+            return Evaluation(None, Verdict.UNKNOWN, (f"{reason}; the command and its children were killed",), reason)
         if outcome.timed_out and by_budget:
             return out_of_budget(self.budget or limit, outcome)
         return judge(outcome, limit)
