@@ -146,8 +146,9 @@ def test_classify_takes_options_none_and_examples_and_prints_a_table(tmp_path):
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     choices = [d["choice"] for d in data["decisions"]]
-    assert choices[0] == "pets" and choices[2] == "none" and set(choices) <= {"pets", "food", "none"}
-    assert set(data["decisions"][0]["probabilities"]) == {"pets", "food", "none"}
+    options = {"pets", "food", "money and markets"}  # none as the caller wrote it
+    assert choices[0] == "pets" and choices[2] == "money and markets" and set(choices) <= options
+    assert set(data["decisions"][0]["probabilities"]) == options
     done = decirank(
         "classify", "-", "-q", "Which topic?", "--options", '{"pets": "animals", "food": "cooking"}', "-m",
         "lexical", input=json.dumps(["my dog has fleas"]),

@@ -151,8 +151,8 @@ def test_classify_score_and_stateless_rank_and_filter_answer_with_structured_res
     for result in (classified, scored, ranked, kept):
         assert not result.is_error, result.content
     decisions = classified.structured_content["decisions"]
-    assert [d["choice"] for d in decisions] == ["review", "none"]
-    assert set(decisions[0]["probabilities"]) == {"review", "none"}
+    assert [d["choice"] for d in decisions] == ["review", "anything else"]
+    assert set(decisions[0]["probabilities"]) == {"review", "anything else"}
     probabilities = scored.structured_content["probabilities"]
     assert len(probabilities) == 2 and probabilities[0] > probabilities[1]
     assert ranked.structured_content["items"][0]["title"] == "fleas and their life cycle"

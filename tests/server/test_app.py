@@ -111,7 +111,7 @@ def test_classify_and_score_take_their_documented_shapes(client):
     classified = client.post("/v1/classify", json={**body, "none": "something else"}).json()
     assert [d["index"] for d in classified["decisions"]] == [0, 1]
     assert [d["choice"] for d in classified["decisions"]] == ["pets", "food"]
-    assert set(classified["decisions"][0]["probabilities"]) == {"pets", "food", "none"}
+    assert set(classified["decisions"][0]["probabilities"]) == {"pets", "food", "something else"}  # none as the caller wrote it
     assert classified["model"] == "lexical:bm25" and classified["run_id"] and classified["usage"]["calls"] == 2
 
     examples = [{"state": "cats get fleas", "answer": True}, {"state": "a loaf of bread", "answer": False}]

@@ -39,7 +39,7 @@ def is_running(pid: int) -> bool:
         return False
 
 
-def read_pids(path, count: int, seconds: float = 10.0) -> list[int]:
+def read_pids(path, count: int, seconds: float = 30.0) -> list[int]:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if path.exists() and len(pids := path.read_text().split()) >= count:
