@@ -26,6 +26,7 @@ from ..types.records import answers_to_data, request_to_data
 from .budget import Budget
 from .decider import DEFAULT_ROLE, Decider
 from .failover import Attempt
+from .observers import current_observer
 
 __all__ = ["ToolCall", "check_timeout", "gather"]
 
@@ -62,7 +63,6 @@ def check_timeout(timeout: float | None) -> float | None:
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0 or math.isnan(timeout):
         raise InvalidInputError("timeout", "a number of seconds greater than 0", got=timeout)
     return float(timeout)
-
 
 
 class ToolCall:
@@ -190,6 +190,9 @@ class ToolCall:
 
     def _record_attempt(self, decision: int, attempt: Attempt) -> None:
         self.usage = self.usage + attempt.usage
+        observer = current_observer()
+        if observer is not None:
+            observer.model_call(self.tool, attempt, cache_on=self._cache is not None)
         if self._span is not None:
             self._span.model_call(decision, attempt)
         if self._runlog is None:

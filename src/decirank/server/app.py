@@ -51,6 +51,7 @@ from ..errors import (
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_TIMEOUT",
+    "ConcurrencyLimit",
     "GuardedRoute",
     "SafeJSONResponse",
     "ServerSettings",
@@ -75,6 +76,10 @@ class ServerSettings:
     timeout: float = DEFAULT_TIMEOUT
     #: Whether score_list may run ``exec:`` evaluators: a client's shell commands on this host.
     allow_exec: bool = False
+    #: Requests this process answers at once; past it a request gets 503 and Retry-After. None: no limit.
+    max_concurrency: int | None = None
+    #: Whether /metrics is open to anyone when ``api_key`` is set (else it wants the key too).
+    metrics_public: bool = False
 
 
 # --- responses that always render ----------------------------------------------------------
@@ -340,6 +345,50 @@ async def _cancelled_on_disconnect(app: ASGIApp, scope: Scope, body: bytes, rece
         group.cancel_scope.cancel()
 
 
+#: Paths answered however busy the server is: a probe or a scrape must get through when it matters most.
+UNLIMITED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+#: Seconds a refused client is told to wait: about what one request takes.
+RETRY_AFTER_SECONDS = 1
+
+
+class ConcurrencyLimit(_HTTPMiddleware):
+    """Answers 503 with ``Retry-After`` at once to a request past ``limit`` already being answered.
+
+    A queue without bound only moves the wait into every client's latency, and
+    a request that waited past its client's timeout is work done for nobody.
+    Refused at once, the client can try another replica or come back; nothing
+    of a refused request runs, so the run log records nothing of it.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        super().__init__(app)
+        self.limit = limit
+        # One event loop per process: a plain counter, no lock.
+        self.active = 0
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] in UNLIMITED_PATHS:
+            await self.app(scope, receive, send)
+            return
+        if self.active >= self.limit:
+            body = {
+                "error": {
+                    "type": "OverloadedError",
+                    "message": f"the server is answering {self.limit} requests, its limit; "
+                    f"retry after {RETRY_AFTER_SECONDS} s",
+                    "retry_after": RETRY_AFTER_SECONDS,
+                }
+            }
+            headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+            await JSONResponse(body, status_code=503, headers=headers)(scope, receive, send)
+            return
+        self.active += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.active -= 1
+
+
 class ServerErrors(_HTTPMiddleware):
     """The last resort: an exception that escaped every handler becomes a logged 500, never a dropped connection."""
 
@@ -452,23 +501,35 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     timeout: float = DEFAULT_TIMEOUT,
     allow_exec: bool = False,
+    max_concurrency: int | None = None,
+    metrics_public: bool = False,
 ) -> FastAPI:
     """The ``decirank serve`` application, answering with ``model`` unless a request names another.
 
-    ``model`` is resolved here, so a server that could not answer fails at start, not on its first request.
+    ``model`` is resolved here, so a server that could not answer fails at start, not on its first request;
+    its models are loaded, and the run log opened, when the server starts (the ASGI lifespan), so the first
+    request waits for neither and ``/readyz`` says when both are done.
     """
+    from .metrics import RequestMetrics, ServerMetrics
+    from .probes import probes_router, serving_lifespan
     from .routes import router
 
     Decider.resolve(model)
     application = FastAPI(
+        lifespan=serving_lifespan,
         default_response_class=SafeJSONResponse,
         title="decirank",
         version=__version__,
         description="Rank, rerank, filter and decide with decision models: the decirank tools over HTTP, "
         "a Cohere-compatible /v1/rerank, and the server's models in the System One and OpenAI Decisions formats.",
     )
-    application.state.settings = ServerSettings(model, api_key, max_body_bytes, timeout, allow_exec)
+    application.state.settings = ServerSettings(
+        model, api_key, max_body_bytes, timeout, allow_exec, max_concurrency, metrics_public
+    )
+    application.state.metrics = ServerMetrics()
+    application.state.model_loaded = False
     application.include_router(router)
+    application.include_router(probes_router)
     from .page import page_router  # the page at / and the read-only endpoints it needs
 
     application.include_router(page_router)
@@ -484,6 +545,10 @@ def create_app(
 
     application.add_middleware(ServerErrors)
     application.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    if max_concurrency is not None:
+        application.add_middleware(ConcurrencyLimit, limit=max_concurrency)
+    # Outside the limit, so refused requests are counted too.
+    application.add_middleware(RequestMetrics, metrics=application.state.metrics)
     application.add_middleware(RequestId)
     return application
 
