@@ -389,6 +389,36 @@ class ConcurrencyLimit(_HTTPMiddleware):
             self.active -= 1
 
 
+class RequestsInFlight(_HTTPMiddleware):
+    """Counts the requests being answered, so that stopping can wait for them.
+
+    On SIGTERM uvicorn cancels what is still running after its grace period
+    and goes straight on to the application's shutdown; a cancelled request
+    still has to unwind and record its run ``cancelled``, which
+    :meth:`settled` waits for.
+    """
+
+    def __init__(self, app: ASGIApp, state: Any) -> None:
+        super().__init__(app)
+        self.state = state
+        state.requests_in_flight = 0
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.state.requests_in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.state.requests_in_flight -= 1
+
+
+async def requests_settled(state: Any, timeout: float) -> bool:
+    """Wait until no request is being answered, at most ``timeout`` seconds; whether none is."""
+    with anyio.move_on_after(timeout):
+        while getattr(state, "requests_in_flight", 0):
+            await anyio.sleep(0.02)
+    return not getattr(state, "requests_in_flight", 0)
+
+
 class ServerErrors(_HTTPMiddleware):
     """The last resort: an exception that escaped every handler becomes a logged 500, never a dropped connection."""
 
@@ -550,6 +580,7 @@ def create_app(
     # Outside the limit, so refused requests are counted too.
     application.add_middleware(RequestMetrics, metrics=application.state.metrics)
     application.add_middleware(RequestId)
+    application.add_middleware(RequestsInFlight, state=application.state)
     return application
 
 

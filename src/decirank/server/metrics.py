@@ -20,9 +20,11 @@ before it starts any worker.
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..decisions.failover import Attempt
@@ -180,7 +182,25 @@ class RequestMetrics:
 
 
 def _route_template(scope: Scope) -> str:
-    """The matched route's path template (the router sets ``scope["route"]`` as it matches)."""
-    route: Any = scope.get("route")
-    path = getattr(route, "path", None)
-    return path if isinstance(path, str) and path else UNMATCHED
+    """The path template of the route the request is for, whether or not it got that far.
+
+    The router sets ``scope["route"]`` as it matches; a request refused before
+    routing (over the concurrency limit, or too large) is matched here
+    against the templates of the API's schema.
+    """
+    path = getattr(scope.get("route"), "path", None)
+    if isinstance(path, str) and path:
+        return path
+    for pattern, template in _templates(scope.get("app")):
+        if pattern.match(scope["path"]):
+            return template
+    return UNMATCHED
+
+
+def _templates(application: Any) -> list[tuple[re.Pattern[str], str]]:
+    """The application's path templates with their patterns, compiled once."""
+    compiled = getattr(application.state, "route_patterns", None) if application is not None else None
+    if compiled is None and application is not None:
+        compiled = [(compile_path(template)[0], template) for template in application.openapi().get("paths", {})]
+        application.state.route_patterns = compiled
+    return compiled or []

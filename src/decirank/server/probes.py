@@ -22,11 +22,14 @@ from ..decisions.decider import Decider
 from ..errors import DecirankError
 from ..stores.runlog import current_runlog
 from . import wire
-from .app import SafeJSONResponse, settings_of
+from .app import SafeJSONResponse, requests_settled, settings_of
 from .metrics import CONTENT_TYPE, mark_worker_gone
 from .routes import require_api_key
 
 __all__ = ["probes_router", "serving_lifespan"]
+
+#: Seconds stopping waits for cancelled requests to record their runs: they only have to unwind.
+CANCELLED_UNWIND_SECONDS = 10.0
 
 
 def _load_models(application: FastAPI) -> None:
@@ -46,6 +49,8 @@ async def serving_lifespan(application: FastAPI) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        # Requests cancelled at shutdown unwind now, recording their runs cancelled, before the log is flushed.
+        await requests_settled(application.state, CANCELLED_UNWIND_SECONDS)
         runlog = current_runlog()
         if runlog is not None:
             await anyio.to_thread.run_sync(runlog.flush)
