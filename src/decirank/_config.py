@@ -111,7 +111,7 @@ def _parse_roles(path: Path, section: Any) -> dict[str, tuple[str, ...]]:
         ):
             raise ConfigError(
                 f"{path}: roles.{name}.models: expected a non-empty list of model names "
-                f'such as ["systemone:jev-latest", "local"], got {models!r}'
+                f"such as [\"systemone:jev-latest\", \"local\"], got {models!r}"
             )
         roles[name] = tuple(model.strip() for model in models)
     return roles

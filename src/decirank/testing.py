@@ -82,9 +82,7 @@ def use_backend(backend: Backend, provider: str | None = None) -> Iterator[str]:
     """Register ``backend`` as provider ``provider`` (default: its own) and yield its model name."""
     name = provider or backend.provider
     previous = _providers.get(name)
-    register_provider(
-        name, lambda model, **_: backend, default_model=backend.model, description="test backend", open_models=True
-    )
+    register_provider(name, lambda model, **_: backend, default_model=backend.model, description="test backend", open_models=True)
     try:
         yield f"{name}:{backend.model}"
     finally:

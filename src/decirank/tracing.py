@@ -121,16 +121,14 @@ class ToolSpan:
         self.span = self._tracer.start_span(
             f"execute_tool {tool}",
             kind=trace.SpanKind.INTERNAL,
-            attributes=_attributes(
-                {
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": tool,
-                    "decirank.tool": tool,
-                    "decirank.role": role,
-                    "decirank.run_id": run_id,
-                    "decirank.items": _count(inputs),
-                }
-            ),
+            attributes=_attributes({
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": tool,
+                "decirank.tool": tool,
+                "decirank.role": role,
+                "decirank.run_id": run_id,
+                "decirank.items": _count(inputs),
+            }),
         )
         self._token = context.attach(trace.set_span_in_context(self.span))
 
@@ -145,23 +143,21 @@ class ToolSpan:
             kind=trace.SpanKind.CLIENT,
             start_time=start,
             attributes={
-                **_attributes(
-                    {
-                        "gen_ai.operation.name": "decide",
-                        "gen_ai.provider.name": provider,
-                        "gen_ai.system": provider,
-                        "gen_ai.request.model": attempt.model.partition(":")[2] or attempt.model,
-                        "gen_ai.response.model": attempt.response.model if attempt.response is not None else None,
-                        "decirank.tool": self.tool,
-                        "decirank.model": attempt.model,
-                        "decirank.run_id": self.run_id,
-                        "decirank.chunk": chunk,
-                        "decirank.attempt": attempt.number,
-                        "decirank.questions": len(attempt.request.questions),
-                        "decirank.cached": attempt.cached,
-                        "decirank.status": attempt.status,
-                    }
-                ),
+                **_attributes({
+                    "gen_ai.operation.name": "decide",
+                    "gen_ai.provider.name": provider,
+                    "gen_ai.system": provider,
+                    "gen_ai.request.model": attempt.model.partition(":")[2] or attempt.model,
+                    "gen_ai.response.model": attempt.response.model if attempt.response is not None else None,
+                    "decirank.tool": self.tool,
+                    "decirank.model": attempt.model,
+                    "decirank.run_id": self.run_id,
+                    "decirank.chunk": chunk,
+                    "decirank.attempt": attempt.number,
+                    "decirank.questions": len(attempt.request.questions),
+                    "decirank.cached": attempt.cached,
+                    "decirank.status": attempt.status,
+                }),
                 **_usage_attributes(attempt.usage),
             },
         )

@@ -189,7 +189,7 @@ def test_a_504_says_what_ran_out_after_how_long_and_whose_limit_it_was():
     assert "the server's --timeout" in error["message"]
     assert (error["timeout"], error["limit"]) == (0.3, "the server's --timeout")
     error = by_request.json()["error"]
-    assert 'timed out after 0.2 s (the request\'s "timeout")' in error["message"]
+    assert "timed out after 0.2 s (the request's \"timeout\")" in error["message"]
 
 
 # --- exec: bounded by the request's budget, and by its client -----------------------------------

@@ -70,7 +70,9 @@ def role_names(config: Config | None = None) -> list[str]:
     """Every role that resolves: ``decider``, the config's roles, and those set by environment."""
     config = config or load_config()
     names = {DEFAULT_ROLE, *config.roles}
-    names.update(variable[len(ENV_PREFIX) :].lower() for variable in os.environ if variable.startswith(ENV_PREFIX))
+    names.update(
+        variable[len(ENV_PREFIX) :].lower() for variable in os.environ if variable.startswith(ENV_PREFIX)
+    )
     return sorted(names)
 
 

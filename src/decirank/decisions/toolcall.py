@@ -65,6 +65,7 @@ def check_timeout(timeout: float | None) -> float | None:
     return float(timeout)
 
 
+
 class ToolCall:
     """Use as ``async with ToolCall("rank", model=...) as call: await call.ask(request)``.
 

@@ -368,7 +368,9 @@ def build_task(
         # A choice may offer options no row has (every row of another domain is out of scope);
         # a yes/no question about a label the data never uses could never be true.
         if unknown and type != "choice":
-            raise InvalidInputError("options", "labels that occur in the data", detail=f"unknown label {unknown[0]!r}")
+            raise InvalidInputError(
+                "options", "labels that occur in the data", detail=f"unknown label {unknown[0]!r}"
+            )
     if type == "choice":
         for name, value in (("positive", positive), ("true", true), ("false", false)):
             _refuse(name, value, "--type choice")
@@ -434,16 +436,8 @@ def _choice_task(rows, groups, labels, question, options, none, hold_out, exampl
         for index in _scored(rows, example_rows, limit, seed)
     ]
     return LabelTask(
-        "choice",
-        question,
-        cases,
-        labels,
-        len(rows),
-        options=options,
-        held_out=held_out,
-        examples_per_label=examples,
-        examples_per_question=len(shown),
-        seed=seed,
+        "choice", question, cases, labels, len(rows), options=options, held_out=held_out,
+        examples_per_label=examples, examples_per_question=len(shown), seed=seed,
     )
 
 
@@ -476,15 +470,8 @@ def _topical_task(rows, groups, labels, question, words, true, false, examples, 
         asked = row.label if position in own else rng.choice([label for label in labels if label != row.label])
         cases.append(Case(row, DecisionRequest(row.text, {QUESTION_ID: questions[asked]}), asked == row.label))
     return LabelTask(
-        "noul",
-        question,
-        cases,
-        labels,
-        len(rows),
-        topical=True,
-        examples_per_label=examples,
-        examples_per_question=2 * examples,
-        seed=seed,
+        "noul", question, cases, labels, len(rows), topical=True,
+        examples_per_label=examples, examples_per_question=2 * examples, seed=seed,
     )
 
 
@@ -492,8 +479,7 @@ def _binary_task(rows, groups, labels, question, positive, true, false, examples
     if positive is None:
         if len(labels) != 2:
             raise InvalidInputError(
-                "positive",
-                "the label that makes the answer true (--positive), or a question about {label}",
+                "positive", "the label that makes the answer true (--positive), or a question about {label}",
                 detail=f"the data has {len(labels)} labels, not 2",
             )
         positive = labels[1]
@@ -501,30 +487,19 @@ def _binary_task(rows, groups, labels, question, positive, true, false, examples
         raise InvalidInputError("positive", f"one of the labels ({', '.join(labels[:10])})", got=positive)
     example_rows = _take_examples(groups, labels, examples, seed)
     # Interleaved across labels, so that no answer comes in one long run.
-    shown = (
-        [
-            Example(rows[index].text, label == positive)
-            for batch in zip(*(example_rows[label] for label in labels))
-            for label, index in zip(labels, batch, strict=True)
-        ]
-        if examples
-        else []
-    )
+    shown = [
+        Example(rows[index].text, label == positive)
+        for batch in zip(*(example_rows[label] for label in labels))
+        for label, index in zip(labels, batch, strict=True)
+    ] if examples else []
     likelihood = LikelihoodQuestion(question, true, false, tuple(shown))
     cases = [
         Case(rows[index], DecisionRequest(rows[index].text, {QUESTION_ID: likelihood}), rows[index].label == positive)
         for index in _scored(rows, example_rows, limit, seed)
     ]
     return LabelTask(
-        "noul",
-        question,
-        cases,
-        labels,
-        len(rows),
-        positive=positive,
-        examples_per_label=examples,
-        examples_per_question=len(shown),
-        seed=seed,
+        "noul", question, cases, labels, len(rows), positive=positive,
+        examples_per_label=examples, examples_per_question=len(shown), seed=seed,
     )
 
 
@@ -699,9 +674,9 @@ def evaluate_labels(
 ) -> LabelReport:
     """The sync twin of :func:`aevaluate_labels`::
 
-    rows = load_labelled("banking77.jsonl")
-    report = evaluate_labels(rows, ["local", "lexical"], none="none of these", hold_out=5)
-    report.to_dict()["models"][0]["accuracy"]
+        rows = load_labelled("banking77.jsonl")
+        report = evaluate_labels(rows, ["local", "lexical"], none="none of these", hold_out=5)
+        report.to_dict()["models"][0]["accuracy"]
     """
     task = build_task(rows, **task_options)
     return evaluate_task(task, models, concurrency=concurrency, on_row=on_row)

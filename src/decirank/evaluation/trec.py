@@ -162,10 +162,8 @@ def _scores(tool: str, query: TrecQuery, model: str) -> dict[str, float]:
     result = rank(documents, RANK_INSTRUCTIONS, {"question": query.query}, describe="text", model=model)
     # Items that missed a chunked final still get a score below every finalist, in their order.
     count = len(result.ranked)
-    return {
-        entry.item["id"]: (entry.probability if entry.probability is not None else -(i + 1) / count)
-        for i, entry in enumerate(result.ranked)
-    }
+    return {entry.item["id"]: (entry.probability if entry.probability is not None else -(i + 1) / count)
+            for i, entry in enumerate(result.ranked)}
 
 
 def evaluate(

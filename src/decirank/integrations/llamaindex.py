@@ -47,10 +47,7 @@ class DecirankRerank(BaseNodePostprocessor):
         query = query_bundle.query_str if query_bundle is not None else None
         texts = [node.node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
         options = {
-            "top_k": self.top_n,
-            "min_relevance": self.min_relevance,
-            "model": self.model,
-            "timeout": self.timeout,
+            "top_k": self.top_n, "min_relevance": self.min_relevance, "model": self.model, "timeout": self.timeout
         }
         return query, texts, options
 

@@ -1,10 +1,10 @@
 """The errors of the plan runner; each names the step and, where there is one, the field.
 
-DecirankError
-└── PlanError                 names ``step`` and ``field`` (``steps.E2.input.items``)
-    ├── InvalidPlanError      the plan is malformed; nothing ran
-    ├── TemplateError         a ``{{...}}`` tag names a step or path that is not there
-    └── StepFailedError       a step's tool failed; ``error`` is the tool's own typed error
+    DecirankError
+    └── PlanError                 names ``step`` and ``field`` (``steps.E2.input.items``)
+        ├── InvalidPlanError      the plan is malformed; nothing ran
+        ├── TemplateError         a ``{{...}}`` tag names a step or path that is not there
+        └── StepFailedError       a step's tool failed; ``error`` is the tool's own typed error
 """
 
 from __future__ import annotations

@@ -163,6 +163,7 @@ def _children_usage(children: list[dict[str, Any]]) -> Usage:
     return total
 
 
+
 def run_plan(plan: PlanSource, input: Any = None) -> PlanResult:
     """The sync twin of :func:`arun_plan`."""
     return run_sync(arun_plan, plan, input)

@@ -395,7 +395,7 @@ class RequestsInFlight(_HTTPMiddleware):
     On SIGTERM uvicorn cancels what is still running after its grace period
     and goes straight on to the application's shutdown; a cancelled request
     still has to unwind and record its run ``cancelled``, which
-    :meth:`settled` waits for.
+    :func:`requests_settled` waits for.
     """
 
     def __init__(self, app: ASGIApp, state: Any) -> None:

@@ -459,14 +459,9 @@ class RunLog:
     def run(self, run_id: str) -> dict[str, Any]:
         """One run by id or unique id prefix, with its model calls as ``children``."""
         self.flush()
-        matches = (
-            self.database.query(
-                "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY started_at LIMIT 2",
-                (_escape_like(run_id) + "%",),
-            )
-            if run_id
-            else []
-        )
+        matches = self.database.query(
+            "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY started_at LIMIT 2", (_escape_like(run_id) + "%",)
+        ) if run_id else []
         if len(matches) != 1:
             detail = "no run has that id" if not matches else "more than one run starts with it; give more of it"
             raise InvalidInputError("run id", "the id (or a unique prefix) of a recorded run", detail=detail)

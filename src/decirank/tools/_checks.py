@@ -47,7 +47,9 @@ def check_encodable(value: Any, field: str) -> Any:
         if isinstance(current, str):
             bad = _unencodable(current)
             if bad is not None:
-                raise InvalidInputError(path, "text encodable as UTF-8", detail=f"it holds the lone surrogate {bad}")
+                raise InvalidInputError(
+                    path, "text encodable as UTF-8", detail=f"it holds the lone surrogate {bad}"
+                )
         elif isinstance(current, dict | list | tuple):
             if id(current) in seen:  # a structure that holds itself is walked once
                 continue

@@ -111,7 +111,9 @@ def option_texts(items: Sequence[Any], describe: str | None) -> list[str]:
     return texts
 
 
-def plan_rank(items: Any, instructions: Any, state: Any, *, describe: Any, none: Any, top_k: Any) -> _Plan:
+def plan_rank(
+    items: Any, instructions: Any, state: Any, *, describe: Any, none: Any, top_k: Any
+) -> _Plan:
     items = check_items(items)
     instructions = check_instructions(instructions)
     describe = check_optional_text(describe, "describe")
@@ -138,7 +140,9 @@ def choice_request(plan: _Plan, indices: Sequence[int], *, with_none: bool) -> D
     options = {option_key(position): plan.option_texts[index] for position, index in enumerate(indices)}
     if with_none:
         options[NONE_KEY] = plan.none or ""
-    return DecisionRequest(state=plan.state, questions={"rank": ChoiceQuestion(plan.instructions, options)})
+    return DecisionRequest(
+        state=plan.state, questions={"rank": ChoiceQuestion(plan.instructions, options)}
+    )
 
 
 def read_choice(answer: ChoiceAnswer, indices: Sequence[int]) -> tuple[dict[int, float], float | None]:

@@ -28,7 +28,6 @@ from ._onnx import Graph, read_initializers
 
 __all__ = ["DenseEncoder", "SparseEncoder"]
 
-
 def _session(model: bytes) -> ort.InferenceSession:
     options = ort.SessionOptions()
     # One thread per run: texts run side by side on the caller's worker threads instead.
