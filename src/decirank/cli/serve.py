@@ -146,7 +146,11 @@ def serve(
     ).resolved()
     if not _is_loopback(host) and api_key is None:
         error_console.print(f"warning: serving on {host} without --api-key: anyone who can reach it may use it")
-    processes = f"{options.workers} workers" if options.workers > 1 else "1 worker"
-    per_worker = f", {options.threads} cores each" if options.threads else f", {len(cores)} cores"
-    error_console.print(f"decirank serve: http://{host}:{port} (model {model}, {processes}{per_worker}, docs at /docs)")
+    workers_text = f"{options.workers} workers" if options.workers > 1 else "1 worker"
+    if options.threads is None:
+        cores_text = f"every core ({len(cores)})"
+    else:
+        cores_text = f"{options.threads} core{'s' if options.threads > 1 else ''}"
+        cores_text += " each" if options.workers > 1 else ""
+    error_console.print(f"decirank serve: http://{host}:{port} (model {model}, {workers_text} on {cores_text})")
     run_server(options)
