@@ -12,6 +12,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import decirank
+from decirank.server.workers import ServeOptions
+from tests.cli._run import decirank as decirank_cli
 from tests.server.serving import SLEEP_REF, request_in_flight, runlog_of, serving, sleep_body, wait_for_runs
 
 RERANK = {"query": "fleas on pets", "documents": ["cats get fleas", "bread baking", "flea treatment for dogs"]}
@@ -61,7 +63,7 @@ def test_workers_share_one_run_log_and_their_metrics_add_up(isolated_user_dir):
 
 
 def test_past_max_concurrency_a_request_gets_503_at_once_and_leaves_no_run(isolated_user_dir):
-    """With --max-concurrency 1 and one request in flight, the next gets 503 with Retry-After and no run; probes answer."""
+    """With --max-concurrency 1 and a request in flight, the next gets 503 with Retry-After and no run; probes answer."""
     with decirank.ArtifactStore() as store:
         store.put(SLEEP_REF, "anything")
     options = ("--model", "lexical", "--max-concurrency", "1", "--allow-exec")
@@ -89,7 +91,7 @@ def test_past_max_concurrency_a_request_gets_503_at_once_and_leaves_no_run(isola
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_sigterm_finishes_requests_in_flight_cancels_the_rest_and_exits(isolated_user_dir, workers):
-    """On SIGTERM the port closes, a request that ends within --shutdown-timeout is answered, a longer one is cancelled."""
+    """On SIGTERM the port closes, a request ending within --shutdown-timeout is answered, a longer one cancelled."""
     with decirank.ArtifactStore() as store:
         store.put(SLEEP_REF, "anything")
     options = ("--model", "lexical", "--allow-exec", "--shutdown-timeout", "4", "--workers", workers)
@@ -123,3 +125,20 @@ def test_sigterm_finishes_requests_in_flight_cancels_the_rest_and_exits(isolated
     assert statuses[short.json()["run_id"]] == "success"
     assert sorted(statuses.values()) == ["cancelled", "success"]
     assert stopped < 50, "the long request did not hold the server past the shutdown timeout"
+
+
+@pytest.mark.parametrize(
+    ("workers", "threads", "expected"),
+    [(0, None, (4, 1)), (2, None, (2, 2)), (1, None, (1, None)), (3, None, (3, 1)), (2, 3, (2, 3))],
+)
+def test_workers_and_threads_default_to_an_even_share_of_the_cores(workers, threads, expected):
+    """--workers 0 is one per core; several workers share the cores evenly; one worker alone is not pinned."""
+    options = ServeOptions(model="lexical", workers=workers, threads=threads, cores=(0, 1, 2, 3)).resolved()
+    assert (options.workers, options.threads) == expected
+
+
+def test_more_threads_than_cores_is_refused_naming_the_option(isolated_user_dir):
+    """--threads above the cores this process may use is a usage error naming --threads, before anything starts."""
+    result = decirank_cli("serve", "--threads", str(_usable_cores() + 1))
+    assert result.returncode == 2
+    assert "--threads" in result.stderr and "cores this process may use" in result.stderr

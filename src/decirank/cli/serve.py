@@ -36,7 +36,7 @@ def _is_loopback(host: str) -> bool:
 
 
 def _positive_seconds(value: float | None) -> float | None:
-    """The ``--timeout`` and ``--shutdown-timeout`` callback: a finite number of seconds above 0 (click lets ``nan`` through)."""
+    """``--timeout`` and ``--shutdown-timeout``: a finite number of seconds above 0 (click lets ``nan`` through)."""
     if value is not None and not (math.isfinite(value) and value > 0):
         raise typer.BadParameter(f"{value} is not a number of seconds greater than 0")
     return value

@@ -7,8 +7,10 @@ malformed, NaN or Infinity, a lone surrogate); a request over a model's
 declared limits is a 413 stating the limit; a decision that could not be had
 is a 502, or a 504 when time ran out (saying after how long, and whose limit
 that was), with the typed error as ``error``; a request over the size limit
-is a 413 before anything reads it. Bad input never yields a 500, and nothing
-escapes as an exception to the HTTP server, which would drop the connection.
+is a 413 before anything reads it; a request past the server's
+``--max-concurrency`` is a 503 with ``Retry-After``, at once. Bad input never
+yields a 500, and nothing escapes as an exception to the HTTP server, which
+would drop the connection.
 
 A request whose client goes away is cancelled, so its work (model calls,
 ``exec:`` commands and their process groups) ends with it.

@@ -31,7 +31,7 @@ from ..decisions.failover import Attempt
 from ..decisions.observers import observed_by
 from ..errors import MissingAssetError
 
-__all__ = ["CONTENT_TYPE", "RequestMetrics", "ServerMetrics", "multiprocess_directory"]
+__all__ = ["CONTENT_TYPE", "RequestMetrics", "ServerMetrics", "mark_worker_gone", "multiprocess_directory"]
 
 try:
     import prometheus_client

@@ -45,6 +45,7 @@ def _load_models(application: FastAPI) -> None:
 
 @contextlib.asynccontextmanager
 async def serving_lifespan(application: FastAPI) -> AsyncIterator[None]:
+    """Start-up loads the models and opens the run log; stopping lets cancelled requests record their runs."""
     await anyio.to_thread.run_sync(_load_models, application)
     try:
         yield

@@ -72,7 +72,11 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
             "meaning the tool refuses; detail locates the field.",
         },
         502: {"model": wire.ErrorBody, "description": "The decision could not be had: the typed error."},
-        503: {"model": wire.ErrorBody, "description": "The server's own configuration cannot answer."},
+        503: {
+            "model": wire.ErrorBody,
+            "description": "The server's own configuration cannot answer, or it is answering its --max-concurrency "
+            "requests already (OverloadedError, with Retry-After).",
+        },
         504: {
             "model": wire.ErrorBody,
             "description": "The time budget ran out; the message says after how long and whose limit it was.",

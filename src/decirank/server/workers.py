@@ -100,12 +100,16 @@ class ServeOptions:
         return settings
 
 
+#: The slot file each worker holds locked for as long as it lives (the kernel releases it when the process ends).
+_held_slots: list[Any] = []
+
+
 def _claim_slot(options: ServeOptions) -> int:
-    """The lowest worker number no live worker holds, held (by an open, locked file) until this process ends."""
+    """The lowest worker number no live worker holds, held until this process ends."""
     assert options.run_directory is not None
     slots = Path(options.run_directory, "slots")
     slots.mkdir(exist_ok=True)
-    for slot in range(options.workers * 2):
+    for slot in range(options.workers):
         handle = open(slots / f"{slot}.lock", "w")  # noqa: SIM115 - kept open: the lock lives as long as the worker
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -114,10 +118,7 @@ def _claim_slot(options: ServeOptions) -> int:
             continue
         _held_slots.append(handle)
         return slot
-    return 0  # more workers than slots only while a dead one's replacement starts: share the first cores
-
-
-_held_slots: list[Any] = []
+    return 0  # unreachable while the supervisor keeps ``workers`` processes; sharing the first cores is harmless
 
 
 def _pin(options: ServeOptions, slot: int) -> None:
