@@ -260,7 +260,8 @@ def main() -> None:
     for row in scaling:
         print(
             f"{row['server']:<32} {row['documents']:>4} {row['requests_per_second']:>7}"
-            f" {row['documents_per_second']:>7} {row['p50_ms']:>8} {row['p95_ms']:>8} {row['start_to_ready_s']:>7}  {row['idle_rss_mb']}"
+            f" {row['documents_per_second']:>7} {row['p50_ms']:>8} {row['p95_ms']:>8}"
+            f" {row['start_to_ready_s']:>7}  {row['idle_rss_mb']}"
         )
     print(
         f"--workers 2 --threads 1 over --workers 1 --threads 1: {ratios['two_workers_over_one']}x; "

@@ -63,7 +63,7 @@ def test_workers_share_one_run_log_and_their_metrics_add_up(isolated_user_dir):
 
 
 def test_past_max_concurrency_a_request_gets_503_at_once_and_leaves_no_run(isolated_user_dir):
-    """With --max-concurrency 1 and a request in flight, the next gets 503 with Retry-After and no run; probes answer."""
+    """With --max-concurrency 1 and a request in flight, the next gets 503 and Retry-After, leaving no run."""
     with decirank.ArtifactStore() as store:
         store.put(SLEEP_REF, "anything")
     options = ("--model", "lexical", "--max-concurrency", "1", "--allow-exec")
