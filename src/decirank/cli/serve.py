@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from ..batching.engines import usable_cores
 from ..decisions.decider import Decider
 from ..errors import MissingAssetError
 from ._app import app
@@ -115,7 +116,7 @@ def serve(
     /healthz (alive) and /readyz (model loaded, run log writable); Prometheus metrics at /metrics.
     """
     try:
-        from ..server.workers import ServeOptions, usable_cores
+        from ..server.workers import ServeOptions
         from ..server.workers import serve as run_server
     except ImportError as error:
         raise MissingAssetError(

@@ -41,15 +41,11 @@ import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
-__all__ = ["OPTIONS_VARIABLE", "ServeOptions", "serve", "usable_cores", "worker_app"]
+from ..batching.engines import usable_cores
+
+__all__ = ["OPTIONS_VARIABLE", "ServeOptions", "serve", "worker_app"]
 
 OPTIONS_VARIABLE = "DECIRANK_SERVE_OPTIONS"
-
-
-def usable_cores() -> list[int]:
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)
