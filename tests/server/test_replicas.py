@@ -124,16 +124,26 @@ def _wait_until(condition, timeout: float = 120.0) -> None:
 
 
 def test_readyz_is_503_while_the_run_log_cannot_be_written(database_url, postgres_server, isolated_user_dir):
-    """When the server's PostgreSQL connection is cut, /readyz is 503 naming the run log; /healthz stays 200."""
+    """While the database refuses writes /readyz is 503 naming the run log (/healthz stays 200), and 200 again after."""
     database = database_url.rsplit("/", 1)[1]
-    with serving(*OPTIONS, home=isolated_user_dir) as served:
-        assert httpx.get(served.url + "/readyz").json()["runlog"] == "writable"
+
+    def reconfigure(setting: str) -> None:
+        """Change the database's sessions, and cut the server's connection so its next one has the change."""
         with psycopg.connect(postgres_server, autocommit=True) as admin:
+            admin.execute(f"ALTER DATABASE {database} {setting}")
             admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
                 (database,),
             )
-        answer = httpx.get(served.url + "/readyz", timeout=30)
+
+    with serving(*OPTIONS, home=isolated_user_dir) as served:
+        assert httpx.get(served.url + "/readyz").json()["runlog"] == "writable"
+        reconfigure("SET default_transaction_read_only = on")
+        refused = httpx.get(served.url + "/readyz", timeout=30)
         assert httpx.get(served.url + "/healthz").status_code == 200
-    assert answer.status_code == 503
-    assert answer.json()["status"] == "not ready" and answer.json()["runlog"].startswith("not writable: run log")
+        reconfigure("RESET default_transaction_read_only")
+        recovered = httpx.get(served.url + "/readyz", timeout=30)
+    assert refused.status_code == 503
+    assert refused.json()["status"] == "not ready" and refused.json()["runlog"].startswith("not writable: run log")
+    assert "read-only" in refused.json()["runlog"]
+    assert recovered.status_code == 200 and recovered.json()["runlog"] == "writable"

@@ -129,3 +129,16 @@ def test_a_dead_writers_open_runs_are_interrupted_on_postgres(database_url):
     )
     RunLog.open(database_url)
     assert {run["id"]: run["status"] for run in runlog.runs(limit=None)} == {mine: "running", "dead": "interrupted"}
+
+
+def test_the_run_log_reconnects_when_the_server_drops_its_connection(database_url, postgres_server):
+    """After PostgreSQL cuts the log's connection (a restart, a failover), the next tool call is logged all the same."""
+    first = decirank.rank(["a", "b"], "Which?", {"n": 1}, model="lexical")
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (database_url.rsplit("/", 1)[1],),
+        )
+    second = decirank.rank(["a", "b"], "Which?", {"n": 2}, model="lexical")
+    statuses = {run["id"]: run["status"] for run in current_runlog().runs(limit=None)}
+    assert statuses == {first.run_id: "success", second.run_id: "success"}
