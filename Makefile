@@ -10,7 +10,7 @@ DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
 EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray
 
-.PHONY: install demo test bench bench-labels bench-decisions train-model bench-serve bench-batch check-data clean
+.PHONY: install demo test bench bench-labels bench-decisions train-model bench-serve bench-replicas bench-batch check-data clean
 
 install: $(VENV)/.installed
 
@@ -60,10 +60,18 @@ train-model: install
 bench-decisions: install
 	$(BIN)/python training/train.py --data $(DECISIONS) --no-write
 
-# decirank serve's /v1/rerank with the default model: requests per second, p50/p95, 20 and 100 documents,
-# of DL19's passages when DATA is given, else of generated sentences.
+# decirank serve's /v1/rerank with the default model, new text in every request: requests per second and
+# p50/p95 with --workers 1 --threads 1, --workers 2 --threads 1 and the default, start-to-ready, memory per
+# worker, and 64 clients against --max-concurrency 4; of DL19's passages when DATA is given, else of generated
+# sentences.
 bench-serve: install
 	$(BIN)/python benchmarks/serve.py $(if $(DATA),--data $(DATA)/bm25_top100.json)
+
+# Two decirank serve replicas on one PostgreSQL run log (DATABASE_URL, an empty database), one killed with
+# SIGKILL under 1,000 requests: no acknowledged run may be lost, and the killed one's open runs end interrupted.
+bench-replicas: install
+	@test -n "$(DATABASE_URL)" || { echo "give DATABASE_URL=postgresql://... of an empty database" >&2; exit 2; }
+	$(BIN)/python benchmarks/replicas.py --database-url "$(DATABASE_URL)"
 
 # decirank batch on 20,000 generated short texts: rows/s with 1 and N worker processes and with --engine ray
 # on a local Ray, peak memory per worker, and a run killed with SIGKILL then resumed (its output must be identical).

@@ -8,6 +8,9 @@ import pytest
 
 from decirank.stores.runlog import reset_runlog
 
+# postgres_server and database_url: a real PostgreSQL for the tests that ask for one.
+pytest_plugins = ["tests.postgres"]
+
 
 @pytest.fixture(autouse=True)
 def isolated_user_dir(tmp_path, monkeypatch):

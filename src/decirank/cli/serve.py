@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from ..batching.engines import usable_cores
+from ..decisions.decider import Decider
 from ..errors import MissingAssetError
 from ._app import app
 from ._output import check_host, error_console
@@ -35,7 +37,7 @@ def _is_loopback(host: str) -> bool:
 
 
 def _positive_seconds(value: float | None) -> float | None:
-    """The ``--timeout`` callback: a finite number of seconds above 0 (click lets ``nan`` through)."""
+    """``--timeout`` and ``--shutdown-timeout``: a finite number of seconds above 0 (click lets ``nan`` through)."""
     if value is not None and not (math.isfinite(value) and value > 0):
         raise typer.BadParameter(f"{value} is not a number of seconds greater than 0")
     return value
@@ -76,25 +78,83 @@ def serve(
         bool,
         typer.Option("--allow-exec", help="Let /v1/score_list run exec: evaluators, i.e. clients' shell commands."),
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option("--workers", "-w", min=0, help="Worker processes on the one port; 0 is one per core."),
+    ] = 1,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            min=1,
+            help="Cores, and so encoder threads, per worker, each worker pinned to its own "
+            "(default: an even share; a single worker uses every core).",
+        ),
+    ] = None,
+    max_concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--max-concurrency",
+            min=1,
+            help="Requests a worker answers at once; past it, 503 with Retry-After at once (default: no limit).",
+        ),
+    ] = None,
+    metrics_public: Annotated[
+        bool, typer.Option("--metrics-public", help="Serve /metrics without the --api-key.")
+    ] = False,
+    shutdown_timeout: Annotated[
+        float,
+        typer.Option(
+            "--shutdown-timeout",
+            callback=_positive_seconds,
+            help="Seconds requests in flight may take to finish after SIGTERM before they are cancelled.",
+        ),
+    ] = 30.0,
     log_level: Annotated[LogLevel, typer.Option("--log-level", help="uvicorn's log level.")] = LogLevel.warning,
 ) -> None:
     """Serve the tools and the model over HTTP.
 
     The tools at /v1/rank, /v1/rerank (Cohere's shape), /v1/filter and /v1/score_list; the model at
-    /v1/systemone and /v1/decisions; the run log at /v1/runs; a page to try them at /, their OpenAPI
-    document at /openapi.json.
+    /v1/systemone and /v1/decisions; the run log at /v1/runs; their OpenAPI document at /openapi.json; probes at
+    /healthz (alive) and /readyz (model loaded, run log writable); Prometheus metrics at /metrics.
     """
     try:
-        from .._serving import server
-        from ..server import create_app
+        from ..server.workers import ServeOptions
+        from ..server.workers import serve as run_server
     except ImportError as error:
-        raise MissingAssetError("the HTTP server (fastapi, uvicorn)", "pip install 'decirank[server]'") from error
-    # Limits not given here are the server's own defaults, kept in one place.
-    limits = {
-        name: value for name, value in (("max_body_bytes", max_body_bytes), ("timeout", timeout)) if value is not None
-    }
-    application = create_app(model, api_key=api_key, allow_exec=allow_exec, **limits)
+        raise MissingAssetError(
+            "the HTTP server (fastapi, uvicorn, prometheus-client)", "pip install 'decirank[server]'"
+        ) from error
+    cores = usable_cores()
+    if threads is not None and threads > len(cores):
+        raise typer.BadParameter(
+            f"{threads} is more than the {len(cores)} cores this process may use", param_hint="--threads"
+        )
+    # Resolved here, so a model that cannot answer fails now, not in every worker.
+    Decider.resolve(model)
+    options = ServeOptions(
+        model=model,
+        host=host,
+        port=port,
+        api_key=api_key,
+        max_body_bytes=max_body_bytes,
+        timeout=timeout,
+        allow_exec=allow_exec,
+        max_concurrency=max_concurrency,
+        metrics_public=metrics_public,
+        workers=workers,
+        threads=threads,
+        shutdown_timeout=shutdown_timeout,
+        log_level=log_level.value,
+        cores=tuple(cores),
+    ).resolved()
     if not _is_loopback(host) and api_key is None:
         error_console.print(f"warning: serving on {host} without --api-key: anyone who can reach it may use it")
-    error_console.print(f"decirank serve: http://{host}:{port} (model {model}, OpenAPI at /openapi.json)")
-    server(application, host=host, port=port, log_level=log_level.value).run()
+    workers_text = f"{options.workers} workers" if options.workers > 1 else "1 worker"
+    if options.threads is None:
+        cores_text = f"every core ({len(cores)})"
+    else:
+        cores_text = f"{options.threads} core{'s' if options.threads > 1 else ''}"
+        cores_text += " each" if options.workers > 1 else ""
+    error_console.print(f"decirank serve: http://{host}:{port} (model {model}, {workers_text} on {cores_text})")
+    run_server(options)

@@ -26,6 +26,7 @@ from ..types.records import answers_to_data, request_to_data
 from .budget import Budget
 from .decider import DEFAULT_ROLE, Decider
 from .failover import Attempt
+from .observers import current_observer
 
 __all__ = ["ToolCall", "check_timeout", "gather"]
 
@@ -190,6 +191,9 @@ class ToolCall:
 
     def _record_attempt(self, decision: int, attempt: Attempt) -> None:
         self.usage = self.usage + attempt.usage
+        observer = current_observer()
+        if observer is not None:
+            observer.model_call(self.tool, attempt, cache_on=self._cache is not None)
         if self._span is not None:
             self._span.model_call(decision, attempt)
         if self._runlog is None:

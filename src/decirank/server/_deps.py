@@ -7,6 +7,7 @@ from here and never from each other, so imports only point down.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import sys
 from collections.abc import Callable, Coroutine
@@ -14,8 +15,10 @@ from dataclasses import dataclass
 from email.message import Message as MimeHeader
 from typing import Any
 
+import anyio
+
 from fastapi import HTTPException, Request
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 
 from .._jsonpath import first_unfit, too_deep_in_text
@@ -32,6 +35,7 @@ __all__ = [
     "BodyError",
     "GuardedRoute",
     "RequestBudget",
+    "SafeJSONResponse",
     "ServerSettings",
     "clean_text",
     "error_responses",
@@ -39,6 +43,7 @@ __all__ = [
     "location_of",
     "needs_api_key",
     "parse_body",
+    "requests_settled",
     "settings_of",
     "wants_key",
 ]
@@ -60,6 +65,44 @@ class ServerSettings:
     timeout: float = DEFAULT_TIMEOUT
     #: Whether score_list may run ``exec:`` evaluators: a client's shell commands on this host.
     allow_exec: bool = False
+    #: Requests this process answers at once; past it a request gets 503 and Retry-After. None: no limit.
+    max_concurrency: int | None = None
+    #: Whether /metrics is open to anyone when ``api_key`` is set (else it wants the key too).
+    metrics_public: bool = False
+
+
+def _sanitized(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {clean_text(str(key)): _sanitized(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_sanitized(item) for item in value]
+    return value
+
+
+class SafeJSONResponse(JSONResponse):
+    """Strict JSON as usual; a value JSON or UTF-8 cannot carry is rendered as null or escaped text.
+
+    An error message may quote the input it refuses, and that input may hold
+    what made it bad; rendering must never fail on it.
+    """
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except (ValueError, UnicodeError):
+            return super().render(_sanitized(content))
+
+
+async def requests_settled(state: Any, timeout: float) -> bool:
+    """Wait until no request is being answered, at most ``timeout`` seconds; whether none is."""
+    with anyio.move_on_after(timeout):
+        while getattr(state, "requests_in_flight", 0):
+            await anyio.sleep(0.02)
+    return not getattr(state, "requests_in_flight", 0)
 
 
 def settings_of(request: Request) -> ServerSettings:
@@ -246,7 +289,11 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
             "meaning the tool refuses; detail locates the field.",
         },
         502: {"model": wire.ErrorBody, "description": "The decision could not be had: the typed error."},
-        503: {"model": wire.ErrorBody, "description": "The server's own configuration cannot answer."},
+        503: {
+            "model": wire.ErrorBody,
+            "description": "The server's own configuration cannot answer, or it is answering its --max-concurrency "
+            "requests already (OverloadedError, with Retry-After).",
+        },
         504: {
             "model": wire.ErrorBody,
             "description": "The time budget ran out; the message says after how long and whose limit it was.",

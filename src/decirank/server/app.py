@@ -17,6 +17,8 @@ the size limit a 413, one that has not all arrived in time a 408, one framed
 by both Content-Length and Transfer-Encoding a 400; then :func:`parse_body`
 refuses JSON nested deeper than :data:`~decirank._jsonpath.MAX_NESTING`, so
 nothing behind it (the tools, the run log, the response encoder) meets more.
+A request past the server's ``--max-concurrency`` is a 503 with
+``Retry-After``, at once.
 
 A request whose client goes away is cancelled, so its work (model calls,
 ``exec:`` commands and their process groups) ends with it.
@@ -25,7 +27,6 @@ A request whose client goes away is cancelled, so its work (model calls,
 from __future__ import annotations
 
 import logging
-import math
 import uuid
 from typing import Any
 
@@ -58,10 +59,12 @@ from ._deps import (
     RequestBudget,
     ServerSettings,
     clean_text,
+    SafeJSONResponse,
     key_missing,
     location_of,
     needs_api_key,
     parse_body,
+    requests_settled,
     wants_key,
 )
 from .page import page_router
@@ -71,6 +74,7 @@ __all__ = [
     "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_TIMEOUT",
+    "ConcurrencyLimit",
     "GuardedRoute",
     "SafeJSONResponse",
     "ServerSettings",
@@ -80,35 +84,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("decirank.server")
-
-# --- responses that always render ----------------------------------------------------------
-
-
-def _sanitized(value: Any) -> Any:
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {clean_text(str(key)): _sanitized(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_sanitized(item) for item in value]
-    return value
-
-
-class SafeJSONResponse(JSONResponse):
-    """Strict JSON as usual; a value JSON or UTF-8 cannot carry is rendered as null or escaped text.
-
-    An error message may quote the input it refuses, and that input may hold
-    what made it bad; rendering must never fail on it.
-    """
-
-    def render(self, content: Any) -> bytes:
-        try:
-            return super().render(content)
-        except (ValueError, UnicodeError):
-            return super().render(_sanitized(content))
-
 
 # --- the guards around every request ---------------------------------------------------------
 
@@ -238,6 +213,72 @@ async def _cancelled_on_disconnect(app: ASGIApp, scope: Scope, body: bytes, rece
         group.start_soon(watch)
         await app(scope, replay, sending)
         group.cancel_scope.cancel()
+
+
+#: Paths answered however busy the server is: a probe or a scrape must get through when it matters most.
+UNLIMITED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+#: Seconds a refused client is told to wait: about what one request takes.
+RETRY_AFTER_SECONDS = 1
+
+
+class ConcurrencyLimit(_HTTPMiddleware):
+    """Answers 503 with ``Retry-After`` at once to a request past ``limit`` already being answered.
+
+    A queue without bound only moves the wait into every client's latency, and
+    a request that waited past its client's timeout is work done for nobody.
+    Refused at once, the client can try another replica or come back; nothing
+    of a refused request runs, so the run log records nothing of it.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        super().__init__(app)
+        self.limit = limit
+        # One event loop per process: a plain counter, no lock.
+        self.active = 0
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] in UNLIMITED_PATHS:
+            await self.app(scope, receive, send)
+            return
+        if self.active >= self.limit:
+            body = {
+                "error": {
+                    "type": "OverloadedError",
+                    "message": f"the server is answering {self.limit} requests, its limit; "
+                    f"retry after {RETRY_AFTER_SECONDS} s",
+                    "retry_after": RETRY_AFTER_SECONDS,
+                }
+            }
+            headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+            await JSONResponse(body, status_code=503, headers=headers)(scope, receive, send)
+            return
+        self.active += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.active -= 1
+
+
+class RequestsInFlight(_HTTPMiddleware):
+    """Counts the requests being answered, so that stopping can wait for them.
+
+    On SIGTERM uvicorn cancels what is still running after its grace period
+    and goes straight on to the application's shutdown; a cancelled request
+    still has to unwind and record its run ``cancelled``, which
+    :func:`requests_settled` waits for.
+    """
+
+    def __init__(self, app: ASGIApp, state: Any) -> None:
+        super().__init__(app)
+        self.state = state
+        state.requests_in_flight = 0
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.state.requests_in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.state.requests_in_flight -= 1
 
 
 class ServerErrors(_HTTPMiddleware):
@@ -398,16 +439,24 @@ def create_app(
     timeout: float = DEFAULT_TIMEOUT,
     allow_exec: bool = False,
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    max_concurrency: int | None = None,
+    metrics_public: bool = False,
 ) -> FastAPI:
     """The ``decirank serve`` application, answering with ``model`` unless a request names another.
 
     ``max_body_bytes`` and ``body_timeout`` bound a request's body: its size, and the seconds it may
     take to arrive once the headers have.
 
-    ``model`` is resolved here, so a server that could not answer fails at start, not on its first request.
+    ``model`` is resolved here, so a server that could not answer fails at start, not on its first request;
+    its models are loaded, and the run log opened, when the server starts (the ASGI lifespan), so the first
+    request waits for neither and ``/readyz`` says when both are done.
     """
+    from .metrics import RequestMetrics, ServerMetrics
+    from .probes import probes_router, serving_lifespan
+
     Decider.resolve(model)
     application = FastAPI(
+        lifespan=serving_lifespan,
         default_response_class=SafeJSONResponse,
         # Swagger UI and ReDoc load their scripts from a CDN; the page at / is this server's own
         # playground, and /openapi.json describes every endpoint for any viewer or client generator.
@@ -418,8 +467,13 @@ def create_app(
         description="Rank, rerank, filter and decide with decision models: the decirank tools over HTTP, "
         "a Cohere-compatible /v1/rerank, and the server's models in the System One and OpenAI Decisions formats.",
     )
-    application.state.settings = ServerSettings(model, api_key, max_body_bytes, timeout, allow_exec)
+    application.state.settings = ServerSettings(
+        model, api_key, max_body_bytes, timeout, allow_exec, max_concurrency, metrics_public
+    )
+    application.state.metrics = ServerMetrics()
+    application.state.model_loaded = False
     application.include_router(router)
+    application.include_router(probes_router)
     application.include_router(page_router)  # the page at / and the read-only endpoints it needs
 
     @application.exception_handler(DecirankError)
@@ -439,5 +493,10 @@ def create_app(
     application.add_middleware(ServerErrors)
     application.add_middleware(BodyLimit, max_bytes=max_body_bytes, timeout=body_timeout)
     application.add_middleware(ApiKeyFirst)
+    if max_concurrency is not None:
+        application.add_middleware(ConcurrencyLimit, limit=max_concurrency)
+    # Outside the limit, so refused requests are counted too.
+    application.add_middleware(RequestMetrics, metrics=application.state.metrics)
     application.add_middleware(RequestId)
+    application.add_middleware(RequestsInFlight, state=application.state)
     return application

@@ -427,6 +427,19 @@ class Health(BaseModel):
     model: str
 
 
+class Readiness(BaseModel):
+    """Whether this server process should be sent requests, and what it checked to say so."""
+
+    status: Literal["ready", "not ready"]
+    model: str
+    #: The server's models are loaded (start-up loads them before the port accepts).
+    model_loaded: bool
+    #: ``writable``, ``off``, or why a run cannot be written now.
+    runlog: str
+    #: The worker process that answered.
+    pid: int
+
+
 # --- errors --------------------------------------------------------------------------------
 
 

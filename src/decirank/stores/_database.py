@@ -283,8 +283,11 @@ class PostgresDatabase(Database):
                 f"{what}: a PostgreSQL URL needs psycopg; install it with: pip install 'decirank[postgres]'"
             ) from error
         self._psycopg_error = psycopg.Error
+        self._connect = lambda: psycopg.connect(url, autocommit=True, row_factory=dict_row)
+        #: Whether a transaction is open on the connection: a statement inside one is never retried.
+        self._in_transaction = False
         try:
-            self._connection = psycopg.connect(url, autocommit=True, row_factory=dict_row)
+            self._connection = self._connect()
         except psycopg.Error as error:
             raise self._failed(error) from error
 
@@ -293,15 +296,44 @@ class PostgresDatabase(Database):
         return hide_password(self._url)
 
     def _run(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
-        try:
+        def run() -> list[dict[str, Any]]:
             cursor = self._connection.execute(sql.replace("?", "%s"), tuple(params))
             return list(cursor.fetchall()) if cursor.description is not None else []
-        except self._psycopg_error as error:
-            raise self._failed(error) from error
+
+        rows = self._retried(run, begins=sql == "BEGIN")
+        if sql == "BEGIN":
+            self._in_transaction = True
+        elif sql in ("COMMIT", "ROLLBACK"):
+            self._in_transaction = False
+        return rows
 
     def _run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._retried(lambda: self._connection.cursor().executemany(sql.replace("?", "%s"), rows))
+
+    def _retried(self, run: Callable[[], Any], *, begins: bool = False) -> Any:
+        """``run()``, once more on a new connection if the server dropped this one outside a transaction.
+
+        A server restart or a failover closes every connection; without this
+        the process would fail every statement until it restarted. A statement
+        inside a transaction is not retried: the transaction is lost with the
+        connection, and its caller hears so (and rolls back, which the new
+        connection shrugs off).
+        """
         try:
-            self._connection.cursor().executemany(sql.replace("?", "%s"), rows)
+            return run()
+        except self._psycopg_error as error:
+            if not (self._connection.closed or self._connection.broken):
+                raise self._failed(error) from error
+            retry = begins or not self._in_transaction
+            self._in_transaction = False
+            try:
+                self._connection = self._connect()
+            except self._psycopg_error:
+                raise self._failed(error) from error
+            if not retry:
+                raise self._failed(error) from error
+        try:
+            return run()
         except self._psycopg_error as error:
             raise self._failed(error) from error
 

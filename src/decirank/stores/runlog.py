@@ -305,6 +305,14 @@ class RunLog:
         """Write a row; ``key`` is the tool run it belongs to, whose closing row waits and hears of failures."""
         self._writer.submit(_UPSERT, tuple(map(values.get, _COLUMNS)), key=key, wait=wait)
 
+    def check_writable(self) -> None:
+        """Raise :class:`~decirank.errors.StoreError` unless a run could be written now (a readiness probe asks).
+
+        The statement takes the write lock, as a real write does, and changes no row.
+        """
+        with self.database.transaction():
+            self.database.execute("UPDATE runs SET status = status WHERE id IS NULL")
+
     def mark_interrupted(self) -> int:
         """Mark ``interrupted`` the runs left ``running`` by writers that are gone; return how many."""
         writers = [
