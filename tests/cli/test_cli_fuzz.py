@@ -145,9 +145,7 @@ def command_lines(items: str, rows: str, plan: str) -> list[tuple[list[str], str
 @pytest.fixture
 def no_listening(monkeypatch):
     """``serve`` and ``mcp`` return where they would listen: their arguments are what is under test."""
-    import uvicorn
-
-    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)
+    monkeypatch.setattr("decirank.server.workers.serve", lambda options: None)
     monkeypatch.setattr("decirank.cli.mcp.serve", lambda *args, **kwargs: None)
 
 
