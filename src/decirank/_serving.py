@@ -23,7 +23,14 @@ import uvicorn
 
 from .tools._evaluators.exec import stop_running_commands
 
-__all__ = ["KEEP_ALIVE_SECONDS", "MAX_CONNECTIONS", "SHUTDOWN_GRACE_SECONDS", "Server", "server"]
+__all__ = [
+    "KEEP_ALIVE_SECONDS",
+    "MAX_CONNECTIONS",
+    "SHUTDOWN_GRACE_SECONDS",
+    "Server",
+    "server",
+    "stop_commands_on_shutdown",
+]
 
 MAX_CONNECTIONS = 256
 KEEP_ALIVE_SECONDS = 5
@@ -36,6 +43,24 @@ class Server(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         stop_running_commands()
         await super().shutdown(sockets=sockets)
+
+
+def stop_commands_on_shutdown() -> None:
+    """Make every uvicorn server of this process stop running ``exec:`` commands as it starts to shut down.
+
+    For the workers of uvicorn's own supervisor, which build a plain ``uvicorn.Server`` in each worker
+    process before decirank's code runs there: called from the worker's application factory.
+    """
+    if getattr(uvicorn.Server.shutdown, "stops_commands", False):
+        return
+    original = uvicorn.Server.shutdown
+
+    async def shutdown(self: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
+        stop_running_commands()
+        await original(self, sockets=sockets)
+
+    shutdown.stops_commands = True  # type: ignore[attr-defined]
+    uvicorn.Server.shutdown = shutdown  # type: ignore[method-assign]
 
 
 def server(app: Any, *, host: str, port: int, log_level: str = "warning") -> Server:

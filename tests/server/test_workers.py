@@ -91,7 +91,7 @@ def test_past_max_concurrency_a_request_gets_503_at_once_and_leaves_no_run(isola
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_sigterm_finishes_requests_in_flight_cancels_the_rest_and_exits(isolated_user_dir, workers):
-    """On SIGTERM the port closes, a request ending within --shutdown-timeout is answered, a longer one cancelled."""
+    """On SIGTERM the port closes, requests in flight are answered, and running exec: commands are stopped at once."""
     with decirank.ArtifactStore() as store:
         store.put(SLEEP_REF, "anything")
     options = ("--model", "lexical", "--allow-exec", "--shutdown-timeout", "4", "--workers", workers)
@@ -120,11 +120,13 @@ def test_sigterm_finishes_requests_in_flight_cancels_the_rest_and_exits(isolated
             sender.join()
     short, long = answers["short"], answers["long"]
     assert isinstance(short, httpx.Response) and short.status_code == 200, short
-    assert not isinstance(long, httpx.Response) or long.status_code >= 500
+    # A running exec: command is stopped as shutdown starts, so its request is answered at once: not judged.
+    assert isinstance(long, httpx.Response) and long.status_code == 200, long
+    assert long.json()["ranked"][0]["verdict"] == "UNKNOWN"
     statuses = {run["id"]: run["status"] for run in runlog.runs(limit=None)}
     assert statuses[short.json()["run_id"]] == "success"
-    assert sorted(statuses.values()) == ["cancelled", "success"]
-    assert stopped < 50, "the long request did not hold the server past the shutdown timeout"
+    assert sorted(statuses.values()) == ["success", "success"]
+    assert stopped < 15, "the long request held the server"
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,7 @@ import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
-from .._serving import KEEP_ALIVE_SECONDS, MAX_CONNECTIONS, Server
+from .._serving import KEEP_ALIVE_SECONDS, MAX_CONNECTIONS, Server, stop_commands_on_shutdown
 from ..batching.engines import usable_cores
 
 __all__ = ["OPTIONS_VARIABLE", "ServeOptions", "serve", "worker_app"]
@@ -133,6 +133,7 @@ def worker_app() -> Any:
     from . import create_app
 
     options = ServeOptions(**json.loads(os.environ[OPTIONS_VARIABLE]))
+    stop_commands_on_shutdown()  # as the single worker's Server does
     slot = _claim_slot(options) if options.run_directory is not None else 0
     _pin(options, slot)
     return create_app(options.model, **options.app_settings())
