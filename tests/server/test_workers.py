@@ -35,7 +35,13 @@ def test_two_workers_each_pinned_to_its_own_core(isolated_user_dir):
     with serving("--model", "lexical", "--workers", "2", "--threads", "1", home=isolated_user_dir) as served:
         workers = served.workers()
         assert len(workers) == 2
-        pinned = [os.sched_getaffinity(pid) for pid in workers]
+        # A worker pins itself as it builds its application, which may be after the port first answers.
+        deadline = time.monotonic() + 60
+        while True:
+            pinned = [os.sched_getaffinity(pid) for pid in workers]
+            if all(len(cores) == 1 for cores in pinned) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert all(len(cores) == 1 for cores in pinned) and pinned[0] != pinned[1]
 
 
