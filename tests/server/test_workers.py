@@ -150,3 +150,28 @@ def test_more_threads_than_cores_is_refused_naming_the_option(isolated_user_dir)
     result = decirank_cli("serve", "--threads", str(_usable_cores() + 1))
     assert result.returncode == 2
     assert "--threads" in result.stderr and "cores this process may use" in result.stderr
+
+
+def test_a_request_still_running_when_the_shutdown_timeout_ends_is_cancelled(isolated_user_dir):
+    """SIGTERM with a model call in flight: past --shutdown-timeout it is cancelled, its run recorded cancelled."""
+    documents = [f"document {i}: " + "fleas live on cats and dogs and bite people " * 20 for i in range(600)]
+    options = ("--model", "local", "--shutdown-timeout", "0.5")
+    with serving(*options, home=isolated_user_dir) as served:
+        runlog = runlog_of(isolated_user_dir)
+        answers: list[httpx.Response | Exception] = []
+
+        def send() -> None:
+            try:
+                body = {"query": "how long do fleas live", "documents": documents, "timeout": 120}
+                answers.append(httpx.post(served.url + "/v1/rerank", json=body, timeout=120))
+            except httpx.TransportError as error:
+                answers.append(error)
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        wait_for_runs(runlog, 1)
+        served.process.send_signal(signal.SIGTERM)
+        served.process.wait(timeout=60)
+        sender.join(timeout=60)
+    assert not isinstance(answers[0], httpx.Response) or answers[0].status_code >= 500
+    assert [run["status"] for run in runlog.runs(limit=None)] == ["cancelled"]
