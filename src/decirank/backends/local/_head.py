@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._text import polar_contrast, question_topic
+from ._text import asks_about_the_text, polar_contrast, question_topic
 
 __all__ = ["KINDS", "DecisionHead", "YesNoReading", "option_reading", "question_kind", "read_yes_no", "strip_negation", "yes_no_features"]
 
@@ -177,15 +177,24 @@ def swap_sides(features: np.ndarray) -> np.ndarray:
 #: learned axes; for a whole statement, almost nothing a bi-encoder can read).
 CONTRAST, TOPIC, STATEMENT = "contrast", "topic", "statement"
 KINDS = (CONTRAST, TOPIC, STATEMENT)
-#: A topic longer than this many words is a statement ("Does this imply that the man is asleep?").
-STATEMENT_WORDS = 8
+#: A topic longer than this many words is a statement, whatever its wording.
+STATEMENT_WORDS = 12
+# A question that states a claim in a clause of its own ("Does this imply that the man is asleep?",
+# "Is it true that ...?"): the clause is a statement to check, not a subject to compare with.
+_CLAIM = re.compile(r"\b(?:that|whether)\s+\S+(?:\s+\S+){2,}", re.IGNORECASE)
 
 
 def question_kind(reading: YesNoReading) -> str:
     """Which head answers a read yes/no question."""
     if reading.contrasts:
         return CONTRAST
-    return STATEMENT if len(reading.topic.split()) > STATEMENT_WORDS else TOPIC
+    if len(reading.topic.split()) > STATEMENT_WORDS or _CLAIM.search(reading.question):
+        return STATEMENT
+    # A question about the world ("Did greece qualify for the 2018 world cup?") rather than about its
+    # text: the text's similarity to it says whether the text is on the subject, not what the answer is.
+    if not asks_about_the_text(reading.question):
+        return STATEMENT
+    return TOPIC
 
 
 class DecisionHead:

@@ -6,6 +6,7 @@ import re
 
 __all__ = [
     "BACKGROUND_TOPICS",
+    "asks_about_the_text",
     "is_none_option",
     "polar_contrast",
     "question_topic",
@@ -94,6 +95,15 @@ def question_topic(question: str) -> str:
         return about["topic"].strip()
     stripped = _LEADING.sub("", text, count=1).strip()
     return stripped or text
+
+
+_NAMES_ITS_SUBJECT = re.compile(rf"^\s*{_AUXILIARY}\s+{_SUBJECT}\b", re.IGNORECASE)
+
+
+def asks_about_the_text(question: str) -> bool:
+    """Whether a yes/no question asks something of the text it is put to ("Is this about pets?", "Does the
+    customer want a refund?"), rather than about the world ("Did greece qualify for the 2018 world cup?")."""
+    return _ABOUT.search(question) is not None or _NAMES_ITS_SUBJECT.match(question) is not None
 
 
 def refers_to_state(question: str) -> bool:
