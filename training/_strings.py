@@ -24,15 +24,16 @@ def strings(yes_no, choices) -> list[str]:
 
 def negate(question: str) -> str:
     """The question asked the other way round: "Is this about X?" -> "Is this not about X?"."""
-    from decirank.backends.local._head import _AUXILIARY
     import re
+
+    from decirank.backends.local._head import _AUXILIARY
 
     nouns = (
         "sentiment of this text|customer query|movie review|product review|customer|user|writer|author|tone|tweet"
         "|review|post|message|question|request|sentence|text|phrase"
     )
     subject = rf"it|(?:this|the)(?:\s+(?:{nouns}))?"
-    match = re.match(rf"^(\s*{_AUXILIARY})\s+({subject})\s+", question, re.I)
+    match = re.match(rf"^(\s*{_AUXILIARY})\s+({subject})\s+", question, re.IGNORECASE)
     if match is None:
         return f"Is it false that {question[0].lower()}{question[1:]}"
-    return f"{match[1]} {match[2]} not {question[match.end():]}"
+    return f"{match[1]} {match[2]} not {question[match.end() :]}"

@@ -138,9 +138,7 @@ def _topic_rows(data: Path, rng: random.Random) -> list[YesNoRow]:
     rows += _own_or_other(banking, list(words), words.get, _TOPIC_WORDINGS["banking77"], "banking77", rng)
     for name in ("hwu64", "snips"):
         descriptions = _descriptions(data, name)
-        rows += _own_or_other(
-            _read(data, name), list(descriptions), descriptions.get, _TOPIC_WORDINGS[name], name, rng
-        )
+        rows += _own_or_other(_read(data, name), list(descriptions), descriptions.get, _TOPIC_WORDINGS[name], name, rng)
     # The topic sets' own questions, reworded: their rows already hold the asked topic and the truth.
     for name, domain in (("snips_topic", "snips"), ("yahoo_topic", "yahoo"), ("newsgroups_topic", "newsgroups")):
         wordings = _TOPIC_WORDINGS[domain if domain != "snips" else "newsgroups"]
@@ -275,7 +273,15 @@ def _attribute_rows(data: Path, rng: random.Random) -> list[YesNoRow]:
         for row in _sample(_read(data, name), PER_DOMAIN, rng):
             wording, yes_is_label, true, false = rng.choice(wordings)
             rows.append(
-                YesNoRow(domain, ATTRIBUTE, row["text"], wording, int((row["label"] == yes_label) == yes_is_label), true, false)
+                YesNoRow(
+                    domain,
+                    ATTRIBUTE,
+                    row["text"],
+                    wording,
+                    int((row["label"] == yes_label) == yes_is_label),
+                    true,
+                    false,
+                )
             )
     emotions = _read(data, "tweet_emotion")
     for i, row in enumerate(_sample(emotions, PER_DOMAIN, rng)):

@@ -27,7 +27,6 @@ import inspect
 import json
 import sys
 import time
-import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -36,13 +35,14 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _strings import negate, strings  # noqa: E402
-from corpus import ATTRIBUTE, PASSAGE, TOPIC as TOPIC_FAMILY, choice_rows, yes_no_rows  # noqa: E402
-from vectors import VectorStore  # noqa: E402
+from _strings import negate, strings
+from corpus import ATTRIBUTE, PASSAGE, choice_rows, yes_no_rows
+from corpus import TOPIC as TOPIC_FAMILY
+from vectors import VectorStore
 
-from decirank.backends.local._head import (  # noqa: E402
-    FEATURES,
+from decirank.backends.local._head import (
     CONTRAST,
+    FEATURES,
     KINDS,
     SCALARS,
     TOPIC,
@@ -53,8 +53,7 @@ from decirank.backends.local._head import (  # noqa: E402
     swap_sides,
     yes_no_features,
 )
-from decirank.backends.local._text import BACKGROUND_TOPICS  # noqa: E402
-
+from decirank.backends.local._text import BACKGROUND_TOPICS
 
 # --- settings (plain variables, overridable from the command line) ---------------------------------------
 FAMILIES = (TOPIC_FAMILY, ATTRIBUTE, PASSAGE)
@@ -141,8 +140,18 @@ def fit_head(x: np.ndarray, y: np.ndarray, seed: int, rank: int, penalty: float 
         model = LogisticRegression(C=penalty, max_iter=2000).fit(s, y)
         empty = np.zeros((0, 384))
         return DecisionHead(
-            {"mean": mean, "scale": scale, "w": model.coef_[0], "b": model.intercept_[0], "U": empty, "V": empty,
-             "W": empty, "temperature": 1.0, "offset": 0.0, "odd": 0.0}
+            {
+                "mean": mean,
+                "scale": scale,
+                "w": model.coef_[0],
+                "b": model.intercept_[0],
+                "U": empty,
+                "V": empty,
+                "W": empty,
+                "temperature": 1.0,
+                "offset": 0.0,
+                "odd": 0.0,
+            }
         )
     text, topic, sides = (np.asarray(v, np.float64) for v in np.split(x[:, SCALARS:], 3, axis=1))
     params = {
@@ -178,8 +187,18 @@ def fit_head(x: np.ndarray, y: np.ndarray, seed: int, rank: int, penalty: float 
                 v += 0.001 * grad**2
                 params[k] -= RATE * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
     return DecisionHead(
-        {"mean": mean, "scale": scale, "w": params["w"], "b": params["b"][0], "U": params["U"], "V": params["V"],
-         "W": params["W"], "temperature": 1.0, "offset": 0.0, "odd": 0.0}
+        {
+            "mean": mean,
+            "scale": scale,
+            "w": params["w"],
+            "b": params["b"][0],
+            "U": params["U"],
+            "V": params["V"],
+            "W": params["W"],
+            "temperature": 1.0,
+            "offset": 0.0,
+            "odd": 0.0,
+        }
     )
 
 
@@ -235,7 +254,13 @@ def sigmoid(x):
 
 def ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
     index = np.minimum((p * bins).astype(int), bins - 1)
-    return float(sum((index == b).mean() * abs(p[index == b].mean() - y[index == b].mean()) for b in range(bins) if (index == b).any()))
+    return float(
+        sum(
+            (index == b).mean() * abs(p[index == b].mean() - y[index == b].mean())
+            for b in range(bins)
+            if (index == b).any()
+        )
+    )
 
 
 def metrics(p: np.ndarray, y: np.ndarray) -> dict[str, float]:
@@ -270,7 +295,9 @@ def main() -> None:
     domains = np.array([row.domain for row in rows])
     families = np.array([row.family for row in rows])
     rng = np.random.default_rng(args.seed)
-    names = list(dict.fromkeys(domains)) if args.folds == "all" else [] if args.folds == "none" else args.folds.split(",")
+    names = (
+        list(dict.fromkeys(domains)) if args.folds == "all" else [] if args.folds == "none" else args.folds.split(",")
+    )
 
     # Each held-out domain's rows answered by heads trained on the other domains, one head per kind of question.
     held_out = np.full(len(rows), np.nan)
@@ -314,7 +341,9 @@ def main() -> None:
         if kind in RECALIBRATED and pooled.any():
             temperature, offset = platt(held_out[pooled], y[pooled], kind != CONTRAST)
             head.weights["temperature"], head.weights["offset"] = np.float64(temperature), np.float64(offset)
-        print(f"shipped {kind} head: temperature {head.weights['temperature']:.3f}, offset {head.weights['offset']:.3f}")
+        print(
+            f"shipped {kind} head: temperature {head.weights['temperature']:.3f}, offset {head.weights['offset']:.3f}"
+        )
     if not args.no_write:
         path = args.out / "decision_head.npz"
         DecisionHead.save_all(path, final)

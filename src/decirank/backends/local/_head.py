@@ -1,4 +1,4 @@
-"""The decision head: a small trained network that reads a yes/no question and a text together.
+"""The decision head: small trained models that read a yes/no question and a text together.
 
 MiniLM gives the text, the question and what the question asks about (its
 topic, or its true and false sides) one vector each. A similarity of two such
@@ -6,22 +6,23 @@ vectors ranks texts well but means different things in different domains:
 0.3 to "sports" is a sure yes for a news story and a sure no for a tweet. The
 head turns the vectors into a probability that carries over:
 
-- **features** (:func:`yes_no_features`): similarity to the topic and to the
-  question, the same similarity against generic background topics (z-score,
-  log-probability, rank), the true-minus-false contrast, lengths, and the
-  element-wise products of the text with the topic and with the contrast,
-  which let the head weigh the dimensions that matter for a kind of question
-  (sentiment, subjectivity) rather than all of them alike;
-- **network**: standardised features, one hidden layer, one logit, then a
-  temperature fitted on domains the network was not trained on.
+- **features** (:func:`yes_no_features`): eleven scalars (similarity to the
+  topic and to the question; the topic against generic background topics as a
+  z-score, log-probability and rank; the true-minus-false contrast; lengths),
+  then the text, topic and contrast vectors;
+- **three heads** by kind of question (:func:`question_kind`): a topic
+  question and a statement are answered by a logistic regression on the
+  scalars; a question with two sides to contrast adds a low-rank bilinear term
+  whose learned axes read attributes such as sentiment (:class:`DecisionHead`).
 
-It is trained by ``training/train.py`` on questions built from the development
-sets (``training/corpus.py``), judged leave-one-domain-out; the weights ship as
-``assets/decision_head.npz`` with their hash in :data:`~._assets.SHA256`.
+They are trained by ``training/train.py`` on questions built from the
+development sets (``training/corpus.py``), judged leave-one-domain-out; the
+weights ship as ``assets/decision_head.npz`` with their hash in
+:data:`~._assets.SHA256`.
 
 A question is read before it is answered (:func:`read_yes_no`): a negated
 question ("Is this not about pets?") is answered as its plain form and the
-probability turned round, since no bi-encoder vector tells "not X" from "X".
+probability turned round, since no sentence vector tells "not X" from "X".
 """
 
 from __future__ import annotations
@@ -33,7 +34,16 @@ import numpy as np
 
 from ._text import asks_about_the_text, polar_contrast, question_topic
 
-__all__ = ["KINDS", "DecisionHead", "YesNoReading", "option_reading", "question_kind", "read_yes_no", "strip_negation", "yes_no_features"]
+__all__ = [
+    "KINDS",
+    "DecisionHead",
+    "YesNoReading",
+    "option_reading",
+    "question_kind",
+    "read_yes_no",
+    "strip_negation",
+    "yes_no_features",
+]
 
 _AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|will|would|should|has|have|had)"
 # "Is this not about pets?", "Does the customer not want a refund?": the auxiliary, up to five
@@ -44,9 +54,9 @@ _CONTRACTED = re.compile(
 )
 _IRREGULAR = {"can't": "can", "cannot": "can", "won't": "will", "can’t": "can", "won’t": "will"}
 _IRREGULAR_START = re.compile(r"^(?P<space>\s*)(?P<word>can't|can’t|cannot|won't|won’t)\b", re.IGNORECASE)
-
-
-_FALSE_THAT = re.compile(r"^\s*(?:is\s+it|it\s+is)\s+(?:false|not\s+true|untrue)\s+that\s+(?P<rest>\S.*)$", re.I | re.S)
+_FALSE_THAT = re.compile(
+    r"^\s*(?:is\s+it|it\s+is)\s+(?:false|not\s+true|untrue)\s+that\s+(?P<rest>\S.*)$", re.IGNORECASE | re.DOTALL
+)
 
 
 def strip_negation(question: str) -> tuple[str, bool]:
