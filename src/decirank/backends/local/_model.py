@@ -292,10 +292,11 @@ class _Reading:
         """A "cut" note when reading the first ``windows`` windows leaves some of the text unread."""
         if windows >= len(self.windows) and self.complete:
             return None
-        read = self.ends[min(windows, len(self.windows)) - 1]
         count = min(windows, len(self.windows))
+        read = self.ends[count - 1]
         shown = f"{count} window{'s' if count > 1 else ''} of {MAX_TOKENS} tokens"
-        return Note("cut", f"read the first {read:,} of {self.characters:,} characters ({shown}); the rest was not read")
+        message = f"read the first {read:,} of {self.characters:,} characters ({shown}); the rest was not read"
+        return Note("cut", message)
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         head = np.array([self.characters, int(self.complete), *self.ends], np.int64)
