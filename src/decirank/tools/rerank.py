@@ -19,7 +19,7 @@ from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ..types.answers import Usage
 from ._checks import check_instructions, check_items, check_probability_threshold, check_top_k
-from ._likelihoods import ask_likelihoods, check_per_call, questions_per_call
+from ._likelihoods import Likelihoods, TextNote, ask_likelihoods, check_per_call, questions_per_call
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -76,6 +76,9 @@ class RerankResult:
     model: str = ""
     usage: Usage = field(default_factory=Usage)
     run_id: str | None = None
+    #: The model's notes on how it read documents (``index``: the input position): a document
+    #: cut short (``"cut"``), or one that does not look English (``"non_english"``).
+    notes: list[TextNote] = field(default_factory=list)
 
     def top_k(self, k: int) -> list[RerankedDocument]:
         """The best ``k`` results, most relevant first (fewer when there are fewer)."""
@@ -87,6 +90,7 @@ class RerankResult:
             "model": self.model,
             "usage": self.usage.to_dict(),
             "run_id": self.run_id,
+            "notes": [note.to_dict() for note in self.notes],
         }
 
 
@@ -163,10 +167,12 @@ async def arerank(
         per_call = questions_per_call(call, requested_per_call)
         texts = [QUESTION_PREFIX + document.text for document in checked]
         with progress_bar("rerank", len(texts), enabled=show_progress and bool(checked)) as advance:
-            scores = await ask_likelihoods(call, query, texts, per_call, on_answered=advance) if checked else []
-        results = order_results(checked, scores, top_k=top_k, min_relevance=min_relevance)
-        call.record_outputs({"results": [result.to_dict() for result in results]})
-        return RerankResult(results, call.answered_by, call.usage, call.run_id)
+            asked = await ask_likelihoods(call, query, texts, per_call, on_answered=advance) if checked else None
+        answered = asked or Likelihoods([], [])
+        results = order_results(checked, answered.probabilities, top_k=top_k, min_relevance=min_relevance)
+        notes = [note.to_dict() for note in answered.notes]
+        call.record_outputs({"results": [result.to_dict() for result in results], "notes": notes})
+        return RerankResult(results, call.answered_by, call.usage, call.run_id, answered.notes)
 
 
 @sync_twin(arerank)

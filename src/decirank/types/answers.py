@@ -136,10 +136,12 @@ class Note:
 
     ``kind`` is ``"cut"`` (the text was longer than the model reads; its end was not read) or
     ``"non_english"`` (the text does not look English, and the model reads English only).
+    ``about`` is ``"text"`` (what the question judges) or ``"state"`` (the query it is judged against).
     """
 
     kind: str
     message: str
+    about: str = "text"
 
     def to_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "message": self.message}

@@ -59,8 +59,8 @@ from ._assets import MINILM_FIX, REINSTALL_FIX, SPLADE_FIX, SPLADE_WHAT, find_as
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
 from ._fewshot import ChoiceHead, LikelihoodHead, head_key, heads
-from ._language import looks_non_english
 from ._head import DecisionHead, YesNoReading, question_kind, read_yes_no, yes_no_features
+from ._language import looks_non_english
 from ._text import BACKGROUND_TOPICS, is_none_option, refers_to_state, split_frame, split_question
 
 __all__ = ["VARIANTS", "LocalModel", "Variant"]
@@ -650,7 +650,8 @@ def _notes(plan: _Plan, readings: dict[str, _Reading], windowed: set[str]) -> tu
             notes.append(Note("non_english", "the text does not look English; the local model reads English only"))
     for text in plan.queries[:1] if plan.shape in (PASSAGE, LABELS) else ():
         if looks_non_english(text):
-            notes.append(Note("non_english", "the query does not look English; the local model reads English only"))
+            message = "the query does not look English; the local model reads English only"
+            notes.append(Note("non_english", message, about="state"))
     return tuple(dict.fromkeys(notes))
 
 
