@@ -119,7 +119,8 @@ def rerank(
     query: Annotated[str, typer.Option("--query", "-q", help="The request the documents are scored against.")],
     top_k: Annotated[int | None, typer.Option("--top-k", "-k", help="Keep only the best k (0 keeps all).")] = None,
     min_relevance: Annotated[
-        float | None, typer.Option("--min-relevance", help="Drop documents scored below this (0.1 is a good start).")
+        float | None,
+        typer.Option("--min-relevance", help="Drop documents scored below this (0.3 suits local: see the README)."),
     ] = None,
     max_documents_per_call: Annotated[
         int | None, typer.Option("--per-call", help="Documents per model call when the model declares no limit.")
