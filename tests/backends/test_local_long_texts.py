@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 import decirank
 from decirank.backends.local import _model
 from decirank.backends.local._language import looks_non_english
+from decirank.server import create_app
 from decirank.stores.runlog import current_runlog
+from tests.loopback import ThreadedServer
 
 QUERY = "What is the capital of Australia?"
 FILLER = " ".join(["The weather in the valley was mild and the farmers planted barley in rows along the river."] * 30)
@@ -69,3 +72,16 @@ def test_a_text_past_the_window_cap_is_noted_as_cut_in_the_result_and_run_log():
     kept = decirank.filter([FILLER + " My cat sleeps all day.", "My cat sleeps all day."], "Is this about pets?")
     assert [(n.index, n.note.kind) for n in kept.notes] == [(0, "cut")]
     assert "1 window of 256 tokens" in kept.notes[0].note.message
+
+
+def test_notes_reach_http_answers(tmp_path, monkeypatch):
+    """/v1/score and /v1/filter carry the notes in their JSON, and Cohere's /v1/rerank in meta.notes."""
+    monkeypatch.setenv("DECIRANK_HOME", str(tmp_path))
+    with ThreadedServer(create_app("local")) as url, httpx.Client(base_url=url, timeout=60) as client:
+        scored = client.post("/v1/score", json={"texts": [GERMAN, ENGLISH], "question": "Is this about pets?"}).json()
+        assert [(n["index"], n["kind"]) for n in scored["notes"]] == [(0, "non_english")]
+        kept = client.post("/v1/filter", json={"items": [ENGLISH], "question": "Is this about pets?"}).json()
+        assert kept["notes"] == []
+        endless = " ".join([FILLER] * 4)
+        reranked = client.post("/v1/rerank", json={"query": QUERY, "documents": [ANSWER, endless]}).json()
+        assert [(n["index"], n["kind"]) for n in reranked["meta"]["notes"]] == [(1, "cut")]
