@@ -44,8 +44,10 @@ def main() -> None:
     brier, ece, count = calibration(pairs)
     relevant = sum(is_relevant for _, is_relevant in pairs)
     print(f"{args.model} on {len(queries)} DL19 queries: {count} judged passages, {relevant} relevant (grade >= 2)")
-    print(f"Brier {brier:.3f}, ECE {ece:.3f}; mean score of relevant {statistics.fmean(s for s, r in pairs if r):.3f}, "
-          f"of the others {statistics.fmean(s for s, r in pairs if not r):.3f}")
+    print(
+        f"Brier {brier:.3f}, ECE {ece:.3f}; mean score of relevant {statistics.fmean(s for s, r in pairs if r):.3f}, "
+        f"of the others {statistics.fmean(s for s, r in pairs if not r):.3f}"
+    )
     print("cut-off  precision  recall  kept/query (of 100)  queries keeping no relevant passage")
     for cut in CUT_OFFS:
         kept = [is_relevant for score, is_relevant in pairs if score >= cut]

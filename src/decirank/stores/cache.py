@@ -68,9 +68,7 @@ class DecisionCache:
 
     def get(self, model: str, request: DecisionRequest) -> DecisionResponse | None:
         """The stored answers as a response that cost nothing, or None on a miss."""
-        rows = self.database.query(
-            "SELECT answers, notes FROM decisions WHERE key = ?", (cache_key(model, request),)
-        )
+        rows = self.database.query("SELECT answers, notes FROM decisions WHERE key = ?", (cache_key(model, request),))
         if not rows:
             return None
         try:
