@@ -5,8 +5,8 @@
 Starts ``decirank serve`` (the embedded model) on a free loopback port with a
 throwaway DECIRANK_HOME, sends requests of three distinct 1 MB documents each,
 and prints each request's status, seconds and the server's resident memory.
-Only the first 256 tokens of a text are read, and a text is cut before it is
-tokenized, so a large document costs about what a page does.
+A passage is read in at most 8 windows of 256 tokens, and a text is cut before it is
+tokenized, so a large document costs about what eight pages of text do.
 """
 
 from __future__ import annotations

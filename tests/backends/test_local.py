@@ -252,7 +252,7 @@ def test_split_question(text, instructions, subject):
 
 
 def test_a_long_text_is_cut_before_it_is_tokenized():
-    """Only the first 256 tokens are read; a 1 MB text tokenizes like its opening characters."""
+    """A 1 MB text is cut to what MAX_WINDOWS windows can read before it is tokenized; its first window is 256 tokens."""
     text = "fleas live for months on a host. " * 30000
     ids = _runtime.token_ids([text])[0]
     assert len(ids) == _model.MAX_TOKENS

@@ -209,3 +209,14 @@ def test_a_role_link_without_its_key_is_skipped_and_said_on_stderr(items_file):
     (warning,) = done.stderr.strip().splitlines()
     assert warning.startswith("warning: decider: typesafe:jev-latest skipped") and "TYPESAFE_API_KEY" in warning
     assert warning.endswith("trying lexical:bm25")
+
+
+def test_score_prints_the_models_notes_under_its_table(tmp_path):
+    """A text that does not look English is named under the table, not refused."""
+    texts = tmp_path / "texts.json"
+    german = "Der Hund spielt im Garten mit dem Ball und die Kinder schauen zu, weil es ein schöner Tag ist."
+    texts.write_text(json.dumps([german, "my cat sleeps all day"]))
+    done = decirank("score", str(texts), "--question", "Is this about pets?", "-m", "local")
+    assert done.returncode == 0, done.stderr
+    assert "note: text 0: non_english" in done.stdout
+    assert "note: text 1" not in done.stdout

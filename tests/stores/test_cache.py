@@ -9,7 +9,7 @@ from decirank.errors import ConfigError
 from decirank.stores.cache import DecisionCache, cache_key
 from decirank.stores.runlog import current_runlog
 from decirank.testing import ScriptedBackend, use_backend
-from decirank.types.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, ScoreAnswer, Usage
+from decirank.types.answers import ChoiceAnswer, DecisionResponse, LikelihoodAnswer, Note, ScoreAnswer, Usage
 from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 
 
@@ -119,6 +119,17 @@ def test_the_cache_file_round_trips_every_answer_kind(tmp_path):
     assert hit is not None and hit.cached and dict(hit.answers) == answers
     assert cache.get("scripted:y", request) is None
     assert DecisionCache.open(tmp_path / "cache.db").count() == 1
+
+
+def test_a_hit_carries_the_notes_of_the_stored_answer(tmp_path):
+    """The model's notes on a text (cut, non_english) come back with a cached answer, as they were stored."""
+    cache = DecisionCache.open(tmp_path / "cache.db")
+    request = DecisionRequest("query", {"0": LikelihoodQuestion("doc"), "1": LikelihoodQuestion("doc two")})
+    notes = {"0": (Note("cut", "read the first 7 of 9 characters"), Note("non_english", "not English", "state"))}
+    answers = {"0": LikelihoodAnswer(0.5), "1": LikelihoodAnswer(0.1)}
+    cache.put(request, DecisionResponse("scripted:x", answers, notes=notes))
+    hit = DecisionCache.open(tmp_path / "cache.db").get("scripted:x", request)
+    assert hit is not None and dict(hit.notes) == notes
 
 
 def test_a_row_this_version_cannot_read_is_a_miss(tmp_path):

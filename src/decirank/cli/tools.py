@@ -67,6 +67,13 @@ def _usage_line(data: dict[str, Any]) -> str:
     return f"model {data['model']} · {usage['calls']} call(s) · {usage['input_tokens']} input tokens · cost {cost}"
 
 
+def _print_notes(data: dict[str, Any], what: str) -> None:
+    """The model's notes under the table: which inputs it cut short, or read as not English."""
+    for note in data.get("notes", []):
+        where = "query" if note["index"] is None else f"{what} {note['index']}"
+        console.print(f"note: {where}: {note['kind']}: {note['message']}", style="yellow")
+
+
 @app.command()
 def rank(
     items: ItemsArgument,
@@ -119,7 +126,8 @@ def rerank(
     query: Annotated[str, typer.Option("--query", "-q", help="The request the documents are scored against.")],
     top_k: Annotated[int | None, typer.Option("--top-k", "-k", help="Keep only the best k (0 keeps all).")] = None,
     min_relevance: Annotated[
-        float | None, typer.Option("--min-relevance", help="Drop documents scored below this (0.1 is a good start).")
+        float | None,
+        typer.Option("--min-relevance", help="Drop documents scored below this (0.3 suits local: see the README)."),
     ] = None,
     max_documents_per_call: Annotated[
         int | None, typer.Option("--per-call", help="Documents per model call when the model declares no limit.")
@@ -156,6 +164,7 @@ def rerank(
         score = entry.relevance_score
         table.add_row(str(entry.rank), f"{score:.3f}", probability_bar(score), str(entry.id), short_text(text))
     print_table(table)
+    _print_notes(data, "document")
     console.print(_usage_line(data), style="dim")
 
 
@@ -211,6 +220,7 @@ def filter_command(
             shown_item(decision.item, describe),
         )
     print_table(table)
+    _print_notes(data, "item")
     console.print(f"kept {data['count']}, dropped {data['dropped_count']} (min confidence {result.min_confidence:g})")
     console.print(_usage_line(data), style="dim")
 
@@ -299,4 +309,5 @@ def score(
     for index, (text, probability) in enumerate(zip(given, result.probabilities, strict=True)):
         table.add_row(str(index), f"{probability:.3f}", probability_bar(probability), short_text(text))
     print_table(table)
+    _print_notes(data, "text")
     console.print(_usage_line(data), style="dim")

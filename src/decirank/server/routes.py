@@ -157,6 +157,8 @@ def _cohere_meta(result: RerankResult, warnings: list[str], *, api_version: str)
     }
     if warnings:
         meta["warnings"] = warnings
+    if result.notes:  # a document cut short or not in English: said beside the answer, never an error
+        meta["notes"] = [note.to_dict() for note in result.notes]
     return {**meta, "model": result.model, "usage": usage.to_dict()}
 
 

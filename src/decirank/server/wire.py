@@ -181,6 +181,19 @@ class FilterDecision(BaseModel):
     kept: bool
 
 
+class TextNote(BaseModel):
+    """How the model read one input: cut short, or not in English; never an error."""
+
+    index: int | None = Field(description="The input's position; null for the query or state every question shares.")
+    kind: Literal["cut", "non_english"]
+    message: str
+
+
+Notes = Annotated[
+    list[TextNote], Field(default_factory=list, description="Inputs the model cut short or that do not look English.")
+]
+
+
 class FilterResponse(BaseModel):
     items: list[Any]
     count: int
@@ -191,6 +204,7 @@ class FilterResponse(BaseModel):
     model: str
     usage: Usage
     run_id: str | None
+    notes: Notes
 
 
 Texts = Annotated[list[Any], Field(description="The texts, each asked about on its own (others shown as JSON).")]
@@ -249,6 +263,7 @@ class ScoreResponse(BaseModel):
     model: str
     usage: Usage
     run_id: str | None
+    notes: Notes
 
 
 class ScoreListRequest(Body):

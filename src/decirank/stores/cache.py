@@ -21,7 +21,7 @@ from .._config import switch
 from .._jsonpath import canonical_json
 from .._paths import data_file
 from ..errors import InvalidAnswerError
-from ..types.answers import DecisionResponse, Usage
+from ..types.answers import DecisionResponse, Note, Usage
 from ..types.questions import DecisionRequest
 from ..types.records import answers_from_data, answers_to_data, request_to_data
 from ._database import Database, SQLiteDatabase, timestamp
@@ -43,6 +43,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    # What the model said about how it read the texts (a text cut short, not English) comes
+    # back with its answers, so a hit carries the same notes as the call that was stored.
+    Migration("m002_notes", ("ALTER TABLE decisions ADD COLUMN notes TEXT",)),
 )
 
 
@@ -65,23 +68,31 @@ class DecisionCache:
 
     def get(self, model: str, request: DecisionRequest) -> DecisionResponse | None:
         """The stored answers as a response that cost nothing, or None on a miss."""
-        rows = self.database.query("SELECT answers FROM decisions WHERE key = ?", (cache_key(model, request),))
+        rows = self.database.query("SELECT answers, notes FROM decisions WHERE key = ?", (cache_key(model, request),))
         if not rows:
             return None
         try:
             answers = answers_from_data(json.loads(rows[0]["answers"]))
-        except (json.JSONDecodeError, InvalidAnswerError):
+            notes = {
+                qid: tuple(Note(kind, message, about) for kind, message, about in noted)
+                for qid, noted in json.loads(rows[0]["notes"] or "{}").items()
+            }
+        except (json.JSONDecodeError, InvalidAnswerError, TypeError, ValueError, AttributeError):
             return None  # a row this version cannot read is a miss, and the next answer replaces it
-        return DecisionResponse(model, answers, Usage(), cached=True)
+        return DecisionResponse(model, answers, Usage(), cached=True, notes=notes)
 
     def put(self, request: DecisionRequest, response: DecisionResponse) -> None:
         self.database.execute(
-            "INSERT INTO decisions (key, model, answers, created_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET answers = excluded.answers, created_at = excluded.created_at",
+            "INSERT INTO decisions (key, model, answers, notes, created_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET answers = excluded.answers, notes = excluded.notes, "
+            "created_at = excluded.created_at",
             (
                 cache_key(response.model, request),
                 response.model,
                 json.dumps(answers_to_data(response.answers)),
+                json.dumps(
+                    {qid: [[n.kind, n.message, n.about] for n in noted] for qid, noted in response.notes.items()}
+                ),
                 timestamp(),
             ),
         )

@@ -3,16 +3,65 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..decisions.toolcall import ToolCall, gather
-from ..types.answers import DecisionResponse
+from ..types.answers import DecisionResponse, Note
 from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
 from ._checks import check_count
 
-__all__ = ["DEFAULT_QUESTIONS_PER_CALL", "ask_likelihoods", "check_per_call", "questions_per_call"]
+__all__ = [
+    "DEFAULT_QUESTIONS_PER_CALL",
+    "Likelihoods",
+    "TextNote",
+    "ask_likelihoods",
+    "check_per_call",
+    "notes_of",
+    "questions_per_call",
+]
 
 DEFAULT_QUESTIONS_PER_CALL = 20
+
+
+@dataclass(frozen=True)
+class TextNote:
+    """A model's note on how it read the input at ``index`` (a long text cut short, a text not in English).
+
+    ``index`` is None for a note on the query or state that every question shares.
+    """
+
+    index: int | None
+    note: Note
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, **self.note.to_dict()}
+
+
+def notes_of(responses: Sequence[DecisionResponse], index_of: Callable[[int, str], int]) -> list[TextNote]:
+    """The responses' notes, each on the input ``index_of(response position, question id)``, in input order.
+
+    A note on the state is said once, first, however many questions shared that state.
+    """
+    shared: dict[Note, None] = {}
+    notes: list[TextNote] = []
+    for position, response in enumerate(responses):
+        for qid, noted in response.notes.items():
+            for note in noted:
+                if note.about == "state":
+                    shared[note] = None
+                else:
+                    notes.append(TextNote(index_of(position, qid), note))
+    notes.sort(key=lambda text_note: text_note.index)
+    return [TextNote(None, note) for note in shared] + notes
+
+
+@dataclass(frozen=True)
+class Likelihoods:
+    """Each text's probability, in order, and the model's notes on how it read them."""
+
+    probabilities: list[float]
+    notes: list[TextNote]
 
 
 def check_per_call(value: Any, field: str) -> int | None:
@@ -55,7 +104,7 @@ async def ask_likelihoods(
     examples: Sequence[Example] = (),
     *,
     on_answered: Callable[[int], None] | None = None,
-) -> list[float]:
+) -> Likelihoods:
     """The probability of each text, in order, each question carrying ``examples``; any failed call fails them all.
 
     ``on_answered`` hears how many questions each call answered, as it finishes (a progress bar).
@@ -76,4 +125,5 @@ async def ask_likelihoods(
     for request, response in zip(requests, responses, strict=True):
         for qid in request.questions:
             probabilities[int(qid)] = response.answers[qid].probability
-    return [probabilities[i] for i in range(len(texts))]
+    notes = notes_of(responses, lambda _, qid: int(qid))
+    return Likelihoods([probabilities[i] for i in range(len(texts))], notes)

@@ -33,7 +33,7 @@ from ._checks import (
     check_probability_threshold,
     check_state,
 )
-from ._likelihoods import ask_likelihoods, check_per_call, questions_per_call
+from ._likelihoods import Likelihoods, TextNote, ask_likelihoods, check_per_call, questions_per_call
 from .rank import item_text, option_texts
 
 __all__ = [
@@ -68,6 +68,9 @@ class FilterResult:
     model: str = ""
     usage: Usage = field(default_factory=Usage)
     run_id: str | None = None
+    #: The model's notes on how it read items (``index``: the input position): an item cut
+    #: short (``"cut"``), or one that does not look English (``"non_english"``).
+    notes: list[TextNote] = field(default_factory=list)
 
     @property
     def items(self) -> list[Any]:
@@ -98,6 +101,7 @@ class FilterResult:
             "model": self.model,
             "usage": self.usage.to_dict(),
             "run_id": self.run_id,
+            "notes": [note.to_dict() for note in self.notes],
         }
 
 
@@ -171,15 +175,23 @@ async def afilter(
         per_call = questions_per_call(call, requested_per_call)
         questions = [item_question(question, text) for text in texts]
         with progress_bar("filter", len(questions), enabled=show_progress and bool(items)) as advance:
-            probabilities = (
-                await ask_likelihoods(call, state, questions, per_call, examples, on_answered=advance) if items else []
+            asked = (
+                await ask_likelihoods(call, state, questions, per_call, examples, on_answered=advance)
+                if items
+                else Likelihoods([], [])
             )
         decisions = [
             FilterDecision(item, index, probability, probability >= threshold)
-            for index, (item, probability) in enumerate(zip(items, probabilities, strict=True))
+            for index, (item, probability) in enumerate(zip(items, asked.probabilities, strict=True))
         ]
-        call.record_outputs({"kept": sum(d.kept for d in decisions), "decisions": [d.to_dict() for d in decisions]})
-        return FilterResult(decisions, threshold, call.answered_by, call.usage, call.run_id)
+        call.record_outputs(
+            {
+                "kept": sum(d.kept for d in decisions),
+                "decisions": [d.to_dict() for d in decisions],
+                "notes": [note.to_dict() for note in asked.notes],
+            }
+        )
+        return FilterResult(decisions, threshold, call.answered_by, call.usage, call.run_id, asked.notes)
 
 
 @sync_twin(afilter)

@@ -234,8 +234,9 @@ RERANK = ToolSpec(
         "The query is the state and each document is asked as 'This note bears on the request: <document>'; "
         "its relevance_score is the probability. Documents with equal scores keep their input order. Large "
         "lists are split across parallel calls that share one time budget; a failed call or a missing answer "
-        "fails the whole rerank, and no score is ever invented. Scores are likelihoods, not calibrated, so a "
-        "low min_relevance suits it: 0.1 is the recommended start."
+        "fails the whole rerank, and no score is ever invented. Scores are probabilities of relevance that run "
+        "low: with the local model, min_relevance 0.3 keeps about 80% of relevant passages on TREC DL19, "
+        "0.5 only 57%. notes lists documents cut short or not in English."
     ),
     input_schema=_object(
         {
@@ -255,7 +256,7 @@ RERANK = ToolSpec(
                 "type": "number",
                 "minimum": 0,
                 "maximum": 1,
-                "description": "Drop documents scored below this; 0.1 is a good start",
+                "description": "Drop documents scored below this; 0.3 suits the local model",
             },
             "model": _MODEL,
         },

@@ -24,6 +24,7 @@ from ..decisions.toolcall import ToolCall
 from ..types.answers import Usage
 from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
 from ._checks import check_encodable, check_examples, check_instructions, check_items, check_optional_text
+from ._likelihoods import TextNote, notes_of
 
 __all__ = ["ScoreResult", "ascore", "likelihood_examples", "score"]
 
@@ -37,6 +38,9 @@ class ScoreResult:
     model: str = ""
     usage: Usage = field(default_factory=Usage)
     run_id: str | None = None
+    #: The model's notes on how it read texts (``index``: the input position): a text cut
+    #: short (``"cut"``), or one that does not look English (``"non_english"``).
+    notes: list[TextNote] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +48,7 @@ class ScoreResult:
             "model": self.model,
             "usage": self.usage.to_dict(),
             "run_id": self.run_id,
+            "notes": [note.to_dict() for note in self.notes],
         }
 
 
@@ -81,8 +86,9 @@ async def ascore(
         requests = [DecisionRequest(state=text, questions={QUESTION_ID: asked}) for text in texts]
         responses = await call.ask_all(requests) if texts else []
         probabilities = [float(response.answers[QUESTION_ID].probability) for response in responses]
-        call.record_outputs({"probabilities": probabilities})
-        return ScoreResult(probabilities, call.answered_by, call.usage, call.run_id)
+        notes = notes_of(responses, lambda position, _: position)
+        call.record_outputs({"probabilities": probabilities, "notes": [note.to_dict() for note in notes]})
+        return ScoreResult(probabilities, call.answered_by, call.usage, call.run_id, notes)
 
 
 @sync_twin(ascore)

@@ -20,6 +20,7 @@ __all__ = [
     "ChoiceAnswer",
     "DecisionResponse",
     "LikelihoodAnswer",
+    "Note",
     "ScoreAnswer",
     "Usage",
     "check_response",
@@ -130,6 +131,23 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Note:
+    """Something a model says about how it read a question's text, beside its answer (never an error).
+
+    ``kind`` is ``"cut"`` (the text was longer than the model reads; its end was not read) or
+    ``"non_english"`` (the text does not look English, and the model reads English only).
+    ``about`` is ``"text"`` (what the question judges) or ``"state"`` (the query it is judged against).
+    """
+
+    kind: str
+    message: str
+    about: str = "text"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True)
 class DecisionResponse:
     """A model's answers to one :class:`DecisionRequest`."""
 
@@ -139,9 +157,12 @@ class DecisionResponse:
     request_id: str | None = None
     #: True when the answers came from the decision cache, not from the model.
     cached: bool = False
+    #: Notes on how the model read each question's text, by question id (only where there is one).
+    notes: Mapping[str, tuple[Note, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "answers", MappingProxyType(dict(self.answers)))
+        object.__setattr__(self, "notes", MappingProxyType({qid: tuple(n) for qid, n in self.notes.items()}))
 
 
 def _check_probability(value: Any, where: str) -> None:

@@ -38,7 +38,8 @@ class LocalBackend(Backend):
     @property
     def limits(self) -> ModelLimits:
         # A call is one pass per encoder over its texts; 256 passages keep one uncached call to a
-        # few seconds on two cores. Texts past 256 tokens are cut, so no call is too large for the context.
+        # few seconds on two cores. Texts are read in windows of 256 tokens up to a cap (``_model.MAX_WINDOWS``)
+        # and cut there with a note, so no call is too large for the context.
         return ModelLimits(max_options=255, max_questions=256, max_levels=10, context_tokens=None)
 
     def load(self) -> None:
@@ -50,7 +51,7 @@ class LocalBackend(Backend):
         try:
             # The thread is abandoned on cancellation, so the caller returns at once; the
             # event tells it to stop before the next text.
-            answers, tokens, cached = await anyio.to_thread.run_sync(
+            answers, tokens, cached, notes = await anyio.to_thread.run_sync(
                 self._model.answer, request.state, dict(request.questions), cancelled, abandon_on_cancel=True
             )
         except BaseException:
@@ -60,4 +61,5 @@ class LocalBackend(Backend):
             model=self.name,
             answers=answers,
             usage=Usage(input_tokens=tokens, cached_tokens=cached, cost=0.0, calls=1),
+            notes=notes,
         )
