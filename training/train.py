@@ -353,9 +353,12 @@ def main() -> None:
         topic_heads = {name: heads[TOPIC] for name, heads in fold_heads.items()}
         choice, scored = choice_report(choices, store, topic_heads, final[TOPIC], args.seed)
         print(json.dumps(choice, indent=1))
-        t, o = float(final[TOPIC].weights["temperature"]), float(final[TOPIC].weights["offset"])
-        for weight in COSINE_WEIGHTS:
-            print(f"none, cosine weight {weight}:", json.dumps(none_report(scored, weight, 1.0, t, o, args.seed)))
+        nones, none_map = none_report(scored, store, args.seed)
+        print("none of these, leave-one-domain-out:", json.dumps(nones, indent=1))
+        (top, margin, options), offset = none_map.coef_[0], none_map.intercept_[0]
+        print(
+            f"none map: none_top={top:.3f}, none_margin={margin:.3f}, none_options={options:.3f}, none_offset={offset:.3f}"
+        )
     print(f"wall time {time.monotonic() - started:.0f} s")
 
 
@@ -412,33 +415,65 @@ def choice_report(choices, store: VectorStore, fold_heads: dict, final: Decision
     return report, scored
 
 
-def none_report(scored: dict, weight: float, sharpness: float, temperature: float, offset: float, seed: int) -> dict:
-    """With a quarter of each domain's labels held out of the options: how often "none" wins, in and out of scope.
+#: The label map's sharpness (``_model.MAPS.label_sharpness``): a choice among labels is softmax(16.5 cos).
+LABEL_SHARPNESS = 16.5
+#: Random splits of each choice domain's labels, a quarter held out each time, for the "none" map.
+NONE_SPLITS = 3
 
-    "none" is the probability that even the best option is a no: 1 - sigmoid(its calibrated head logit + bias).
-    """
+
+#: Texts of other domains added to each split as out of scope, per row of the domain's own: a question's
+#: "none" meets both a neighbouring intent and a text from elsewhere (a movie review among banking intents).
+FOREIGN_SHARE = 0.1
+
+
+def none_features(cosines: np.ndarray, truth: np.ndarray, foreign: np.ndarray, seed: int):
+    """With a quarter of the labels held out, plus texts of other domains: the none map's features, which
+    rows are out of scope, which in-scope rows the options get right, and the best option's probability.
+
+    ``foreign`` holds other domains' texts' cosines to this domain's options."""
     rng = np.random.default_rng(seed)
+    labels = cosines.shape[1]
+    held = rng.choice(labels, max(1, round(HOLD_OUT * labels)), replace=False)
+    kept = np.setdiff1d(np.arange(labels), held)
+    strangers = foreign[rng.choice(len(foreign), round(FOREIGN_SHARE * len(cosines)), replace=False)]
+    cosines = np.concatenate([cosines, strangers])
+    truth = np.concatenate([truth, np.full(len(strangers), -1)])
+    similarity = cosines[:, kept]
+    top = np.sort(similarity, axis=1)[:, ::-1]
+    features = np.column_stack([top[:, 0], top[:, 0] - top[:, 1], np.full(len(top), np.log(len(kept)))])
+    options = np.exp(LABEL_SHARPNESS * (similarity - top[:, :1]))
+    options /= options.sum(axis=1, keepdims=True)
+    out_of_scope = np.isin(truth, held) | (truth < 0)
+    return features, out_of_scope, kept[similarity.argmax(axis=1)] == truth, options.max(axis=1)
+
+
+def none_report(scored: dict, store: VectorStore, seed: int) -> tuple[dict, LogisticRegression]:
+    """The "none of these" map: logistic on the best label's similarity, its lead and the number of options,
+    judged leave-one-domain-out (out-of-scope recall, in-scope accuracy lost), then fitted on every domain."""
+    splits = {}
+    for domain, (rows, _, cosines, truth) in scored.items():
+        options = store.of(list(rows[0].options.values()))
+        others = [row.text for d, (rs, *_) in scored.items() if d != domain for row in rs]
+        foreign = store.of(others) @ options.T
+        splits[domain] = [none_features(cosines, truth, foreign, seed + 100 + k) for k in range(NONE_SPLITS)]
+
+    def fit(domains) -> LogisticRegression:
+        features = np.concatenate([f for d in domains for f, *_ in splits[d]])
+        out_of_scope = np.concatenate([o for d in domains for _, o, *_ in splits[d]])
+        return LogisticRegression(C=1.0, max_iter=1000).fit(features, out_of_scope)
+
     report = {}
-    for domain, (rows, logits, cosines, truth) in scored.items():
-        labels = np.arange(logits.shape[1])
-        held = rng.choice(labels, max(1, round(HOLD_OUT * len(labels))), replace=False)
-        kept = np.setdiff1d(labels, held)
-        out_of_scope = np.isin(truth, held)
-        scores = logits[:, kept] + weight * cosines[:, kept]
-        options = np.exp(sharpness * (scores - scores.max(axis=1, keepdims=True)))
-        options /= options.sum(axis=1, keepdims=True)
-        best = logits[np.arange(len(rows))[:, None], kept[None, :]].max(axis=1)
-        right = kept[scores.argmax(axis=1)] == truth
-        report[domain] = {"in_scope_accuracy": float(right[~out_of_scope].mean())}
-        for bias in NONE_BIASES:
-            none = 1 - sigmoid(best / temperature + offset + bias)
-            chose_none = none > (1 - none) * options.max(axis=1)
-            report[domain][f"recall@{bias}"] = float(chose_none[out_of_scope].mean())
-            report[domain][f"in_scope@{bias}"] = float((right & ~chose_none)[~out_of_scope].mean())
-    return report
+    for domain in splits:
+        model = fit([d for d in splits if d != domain])
+        recall, lost = [], []
+        for features, out_of_scope, right, best in splits[domain]:
+            none = model.predict_proba(features)[:, 1]
+            chose_none = none > (1 - none) * best
+            recall.append(chose_none[out_of_scope].mean())
+            lost.append(right[~out_of_scope].mean() - (right & ~chose_none)[~out_of_scope].mean())
+        report[domain] = {"out_of_scope_recall": float(np.mean(recall)), "in_scope_lost": float(np.mean(lost))}
+    return report, fit(list(splits))
 
-
-NONE_BIASES = (-1.0, 0.0, 1.0, 2.0)
 
 #: Weights of the cosine (times 16.5, the label map's sharpness) added to the head's option logits.
 COSINE_WEIGHTS = (0.0, 8.0, 16.5, 33.0)

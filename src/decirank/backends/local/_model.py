@@ -40,8 +40,8 @@ is the likelihood of its shape: a binomial keeps the levels ordered and its
 expected level equal to the likelihood (``normalized_score == p``).
 
 The decision head is trained by ``training/train.py`` on every development set
-and judged leave-one-domain-out; the label and "none" maps (``MAPS``) are
-fitted by ``benchmarks/fit_local_maps.py``.
+and judged leave-one-domain-out, and so is the "none" map; the label map's
+sharpness is fitted by ``benchmarks/fit_local_maps.py``.
 """
 
 from __future__ import annotations
@@ -336,13 +336,16 @@ class ChoiceMaps:
 
     #: a choice among labels: softmax(label_sharpness * cos(text, label))
     label_sharpness: float
-    #: "none of these" among labels: sigmoid(none_top * best + none_margin * (best - second) + none_offset)
+    #: "none of these" among labels: sigmoid(none_top * best + none_margin * (best - second)
+    #: + none_options * log(options) + none_offset), fitted by ``training/train.py`` across eight
+    #: choice domains with a quarter of their labels held out (leave-one-domain-out figures there)
     none_top: float
     none_margin: float
+    none_options: float
     none_offset: float
 
 
-MAPS = ChoiceMaps(label_sharpness=16.5, none_top=-5.43, none_margin=-3.84, none_offset=2.20)
+MAPS = ChoiceMaps(label_sharpness=16.5, none_top=-4.037, none_margin=-5.027, none_options=0.372, none_offset=-0.124)
 
 
 @functools.cache
@@ -585,7 +588,8 @@ class LocalModel:
         else:
             similarity = vectors.cosines(plan.queries[0], plan.subjects)
             best, second = np.sort(similarity)[::-1][:2] if len(similarity) > 1 else (similarity[0], similarity[0])
-            none = float(_sigmoid(MAPS.none_top * best + MAPS.none_margin * (best - second) + MAPS.none_offset))
+            evidence = MAPS.none_top * best + MAPS.none_margin * (best - second) + MAPS.none_offset
+            none = float(_sigmoid(evidence + MAPS.none_options * np.log(len(similarity))))
             if plan.example_texts:
                 return self._few_shot_choice(question, plan, vectors, none)
             distribution = _softmax(MAPS.label_sharpness * similarity)
