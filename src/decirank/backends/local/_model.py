@@ -63,7 +63,7 @@ from ._assets import MINILM_FIX, REINSTALL_FIX, SPLADE_FIX, SPLADE_WHAT, find_as
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
 from ._fewshot import ChoiceHead, LikelihoodHead, head_key, heads
-from ._head import DecisionHead, YesNoReading, question_kind, read_yes_no, yes_no_features
+from ._head import DecisionHead, YesNoReading, option_reading, question_kind, read_yes_no, yes_no_features
 from ._language import looks_non_english
 from ._text import BACKGROUND_TOPICS, is_none_option, refers_to_state, split_frame, split_question
 
@@ -433,6 +433,10 @@ class LocalModel:
             query = state_text or split_frame(question.instructions)[1]
             return _Plan(PASSAGE, [query], descriptions, keys, none_key, examples)
         if state_text:
+            if none_key is not None and len(keys) == 1:
+                # One option and "none": whether the text is about that option, a yes/no question.
+                reading = option_reading(descriptions[0])
+                return _Plan(LABELS, [state_text, reading.question], descriptions, keys, none_key, examples, reading)
             return _Plan(LABELS, [state_text], descriptions, keys, none_key, examples)
         # No state: the question asks which of the items has a property ("Which one is about pets?").
         reading = read_yes_no(question.instructions)
@@ -588,8 +592,11 @@ class LocalModel:
         else:
             similarity = vectors.cosines(plan.queries[0], plan.subjects)
             best, second = np.sort(similarity)[::-1][:2] if len(similarity) > 1 else (similarity[0], similarity[0])
-            evidence = MAPS.none_top * best + MAPS.none_margin * (best - second) + MAPS.none_offset
-            none = float(_sigmoid(evidence + MAPS.none_options * np.log(len(similarity))))
+            if plan.reading is not None:  # the one option's yes/no likelihood (_plan_choice)
+                none = 1.0 - float(_sigmoid(self._head_logits(plan.reading, vectors, plan.queries[:1])[0]))
+            else:
+                evidence = MAPS.none_top * best + MAPS.none_margin * (best - second) + MAPS.none_offset
+                none = float(_sigmoid(evidence + MAPS.none_options * np.log(len(similarity))))
             if plan.example_texts:
                 return self._few_shot_choice(question, plan, vectors, none)
             distribution = _softmax(MAPS.label_sharpness * similarity)
