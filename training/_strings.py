@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from decirank.backends.local._head import option_reading, read_yes_no
+import re
+
+from decirank.backends.local._head import _AUXILIARY, option_reading, read_yes_no
 from decirank.backends.local._text import BACKGROUND_TOPICS
 
 
@@ -24,10 +26,6 @@ def strings(yes_no, choices) -> list[str]:
 
 def negate(question: str) -> str:
     """The question asked the other way round: "Is this about X?" -> "Is this not about X?"."""
-    import re
-
-    from decirank.backends.local._head import _AUXILIARY
-
     nouns = (
         "sentiment of this text|customer query|movie review|product review|customer|user|writer|author|tone|tweet"
         "|review|post|message|question|request|sentence|text|phrase"

@@ -29,7 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ChoiceRow", "YesNoRow", "choice_rows", "domains", "yes_no_rows"]
+__all__ = ["ChoiceRow", "YesNoRow", "by_domain", "choice_rows", "yes_no_rows"]
 
 TOPIC, ATTRIBUTE, PASSAGE = "topic", "attribute", "passage"
 #: Questions drawn per domain and family, at most (more costs time, not quality, past this).
@@ -365,12 +365,8 @@ def choice_rows(data: Path, seed: int = 0, per_domain: int = 1000) -> list[Choic
     return rows
 
 
-def domains(rows) -> list[str]:
-    """The domains of some rows, in first-seen order."""
-    return list(dict.fromkeys(row.domain for row in rows))
-
-
 def by_domain(rows) -> dict[str, list]:
+    """Rows grouped by domain, in first-seen order."""
     grouped: dict[str, list] = defaultdict(list)
     for row in rows:
         grouped[row.domain].append(row)

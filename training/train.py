@@ -36,7 +36,7 @@ from sklearn.metrics import roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _strings import negate, strings
-from corpus import ATTRIBUTE, PASSAGE, choice_rows, yes_no_rows
+from corpus import ATTRIBUTE, PASSAGE, by_domain, choice_rows, yes_no_rows
 from corpus import TOPIC as TOPIC_FAMILY
 from vectors import VectorStore
 
@@ -54,6 +54,7 @@ from decirank.backends.local._head import (
     yes_no_features,
 )
 from decirank.backends.local._text import BACKGROUND_TOPICS
+from decirank.evaluation.trec import calibration
 
 # --- settings (plain variables, overridable from the command line) ---------------------------------------
 FAMILIES = (TOPIC_FAMILY, ATTRIBUTE, PASSAGE)
@@ -252,15 +253,9 @@ def sigmoid(x):
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
-def ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
-    index = np.minimum((p * bins).astype(int), bins - 1)
-    return float(
-        sum(
-            (index == b).mean() * abs(p[index == b].mean() - y[index == b].mean())
-            for b in range(bins)
-            if (index == b).any()
-        )
-    )
+def ece(p: np.ndarray, y: np.ndarray) -> float:
+    """Expected calibration error, as ``decirank eval`` measures it (10 equal-width bins)."""
+    return calibration(zip(p.tolist(), (y > 0.5).tolist()))[1]
 
 
 def metrics(p: np.ndarray, y: np.ndarray) -> dict[str, float]:
@@ -399,11 +394,8 @@ def choice_report(choices, store: VectorStore, fold_heads: dict, final: Decision
 
     Returns the report and, per domain, (rows, head logits, cosines) for the "none" measure.
     """
-    by_domain: dict[str, list] = defaultdict(list)
-    for row in choices:
-        by_domain[row.domain].append(row)
     report, scored = {}, {}
-    for domain, rows in by_domain.items():
+    for domain, rows in by_domain(choices).items():
         logits = option_logits(rows, store, fold_heads.get(domain, final))
         cosines = store.of([row.text for row in rows]) @ store.of(list(rows[0].options.values())).T
         truth = np.array([list(row.options).index(row.label) for row in rows])

@@ -3,36 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 
 import pytest
 
 import decirank
-from tests.loopback import free_port, subprocess_server
+from tests.server.cohere_server import DOCUMENTS, KEY, QUERY, lexical_server
 
 cohere = pytest.importorskip("cohere")
 
-KEY = "cohere-v2-test-key"
-DOCUMENTS = [
-    "Sourdough bread needs a starter and a long rise.",
-    "Fleas on dogs: treatment with a monthly spot-on.",
-    "Stock markets closed higher today.",
-    "Cats get fleas and ticks in the summer.",
-]
-QUERY = "how do I get rid of fleas on my dog"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """``decirank serve --model lexical`` with an API key, on a free loopback port."""
-    home = tmp_path_factory.mktemp("cohere-v2-home")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "DECIRANK_HOME": str(home), "DECIRANK_SERVER_API_KEY": KEY}
-    env.pop("DECIRANK_ROLE_DECIDER", None)
-    command = [sys.executable, "-m", "decirank", "serve", "--port", str(port), "--model", "lexical"]
-    with subprocess_server(command, url, ready_path="/healthz", env=env, timeout=120):
+    with lexical_server(tmp_path_factory.mktemp("cohere-v2-home")) as url:
         yield url
 
 

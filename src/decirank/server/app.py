@@ -58,13 +58,11 @@ from ._deps import (
     GuardedRoute,
     RequestBudget,
     ServerSettings,
-    clean_text,
     SafeJSONResponse,
     key_missing,
     location_of,
     needs_api_key,
     parse_body,
-    requests_settled,
     wants_key,
 )
 from .page import page_router

@@ -82,6 +82,11 @@ _ANSWERED_BY = {"type": "string", "description": "The model(s) that answered"}
 _RUN_ID = {"type": ["string", "null"], "description": "This call's run in the run log"}
 
 
+def _tool_result(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A tool's output schema: its own fields, then the model that answered, usage and run id every tool reports."""
+    return _object({**properties, "model": _ANSWERED_BY, "usage": _USAGE, "run_id": _RUN_ID}, required, closed=False)
+
+
 def _model_argument(arguments: dict[str, Any]) -> str:
     return check_optional_text(arguments.get("model"), "model") or DEFAULT_ROLE
 
@@ -200,7 +205,7 @@ RANK = ToolSpec(
         ["instructions", "items"],
         closed=True,
     ),
-    output_schema=_object(
+    output_schema=_tool_result(
         {
             "items": {"type": "array", "items": _ANY, "description": "The items, highest probability first"},
             "no_fit": {"type": "boolean", "description": "True when 'nothing fits' beat every item"},
@@ -214,12 +219,8 @@ RANK = ToolSpec(
                     closed=False,
                 ),
             },
-            "model": _ANSWERED_BY,
-            "usage": _USAGE,
-            "run_id": _RUN_ID,
         },
         ["items", "ranked"],
-        closed=False,
     ),
     read_only=True,
     run=_run_rank,
@@ -263,7 +264,7 @@ RERANK = ToolSpec(
         ["query", "documents"],
         closed=True,
     ),
-    output_schema=_object(
+    output_schema=_tool_result(
         {
             "results": {
                 "type": "array",
@@ -279,12 +280,8 @@ RERANK = ToolSpec(
                     closed=False,
                 ),
             },
-            "model": _ANSWERED_BY,
-            "usage": _USAGE,
-            "run_id": _RUN_ID,
         },
         ["results"],
-        closed=False,
     ),
     read_only=True,
     run=_run_rerank,
@@ -339,7 +336,7 @@ FILTER = ToolSpec(
         ["items", "question"],
         closed=True,
     ),
-    output_schema=_object(
+    output_schema=_tool_result(
         {
             "items": {"type": "array", "items": _ANY, "description": "The kept items, in input order"},
             "count": {"type": "integer"},
@@ -360,12 +357,8 @@ FILTER = ToolSpec(
                 ),
             },
             "min_confidence": {"type": "number"},
-            "model": _ANSWERED_BY,
-            "usage": _USAGE,
-            "run_id": _RUN_ID,
         },
         ["items", "count", "dropped", "dropped_count"],
-        closed=False,
     ),
     read_only=True,
     run=_run_filter,
@@ -424,7 +417,7 @@ CLASSIFY = ToolSpec(
         ["texts", "question", "options"],
         closed=True,
     ),
-    output_schema=_object(
+    output_schema=_tool_result(
         {
             "decisions": {
                 "type": "array",
@@ -440,12 +433,8 @@ CLASSIFY = ToolSpec(
                     closed=False,
                 ),
             },
-            "model": _ANSWERED_BY,
-            "usage": _USAGE,
-            "run_id": _RUN_ID,
         },
         ["decisions"],
-        closed=False,
     ),
     read_only=True,
     run=_run_classify,
@@ -474,19 +463,15 @@ SCORE = ToolSpec(
         ["texts", "question"],
         closed=True,
     ),
-    output_schema=_object(
+    output_schema=_tool_result(
         {
             "probabilities": {
                 "type": "array",
                 "items": {"type": "number"},
                 "description": "Each text's probability, in input order",
             },
-            "model": _ANSWERED_BY,
-            "usage": _USAGE,
-            "run_id": _RUN_ID,
         },
         ["probabilities"],
-        closed=False,
     ),
     read_only=True,
     run=_run_score,
