@@ -1,6 +1,6 @@
 """CPU time of one decision on the embedded model: a state it has not seen, one question.
 
-    python benchmarks/single_decision.py [--rounds 50]
+    python benchmarks/single_decision.py [--rounds 50] [--words 60]
 
 The model is loaded and its option and background vectors are cached first, as
 in a running server; each round then asks about a new state, so the state is
@@ -29,19 +29,30 @@ SHAPES = {
 }
 
 
+#: More of a customer's message, to make a state as long as ``--words`` asks.
+FILLER = (
+    "I ordered it from the app two weeks ago and the tracking page still says it is being prepared, so I would like "
+    "to know whether it was lost in the post and whether I should cancel it and order a new one."
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=50)
-    rounds = parser.parse_args().rounds
+    parser.add_argument("--words", type=int, default=0, help="make each state this many words long (default: short)")
+    arguments = parser.parse_args()
+    rounds = arguments.rounds
     backend = create_backend("local")
     backend.load()
     for name, question_for in SHAPES.items():
         asyncio.run(backend.decide(DecisionRequest(state="warm up", questions={"q": question_for(-1)})))
         cpu = []
         for i in range(rounds):
-            request = DecisionRequest(
-                state=f"my card number {i} has not arrived after {i} days", questions={"q": question_for(i)}
-            )
+            state = f"my card number {i} has not arrived after {i} days"
+            if arguments.words:
+                words = (state + ". " + FILLER).split()
+                state = " ".join((words * (arguments.words // len(words) + 1))[: arguments.words])
+            request = DecisionRequest(state=state, questions={"q": question_for(i)})
             started = time.process_time()
             asyncio.run(backend.decide(request))
             cpu.append(1000 * (time.process_time() - started))
