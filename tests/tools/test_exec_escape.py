@@ -59,6 +59,9 @@ def test_descendants_that_leave_the_group_die_when_the_command_ends(store, tmp_p
     """setsid and double-forked children of a command that exits 0 are gone within 1 s of the call returning."""
     pids = tmp_path / "pids"
     store.put("r/a", "x")
+    # The file exists before the loop reads it: a missing file would end the loop (and the command) at once,
+    # before the escapees had written their pids.
+    pids.touch()
     command = "exec:" + ESCAPES.format(pids=pids) + f"while [ $(wc -l < {pids}) -lt 2 ]; do sleep 0.05; done; exit 0"
     entry = decirank.score_list(["r/a"], command, store=store).ranked[0]
     assert entry.verdict == Verdict.VALID
