@@ -67,10 +67,15 @@ PENALTIES = {"statement": 0.01}
 #: Families each head learns from, where not all: attribute questions with nothing to contrast
 #: ("Is this tweet ironic?") pulled the topic map away from topics.
 TRAINED_ON = {"topic": ("topic",)}
+#: Kinds answered by another kind's weights with a temperature of their own. A question about what a text is
+#: like ("Is this tweet ironic?", "Is this sentence subjective?") is read as a topic, which ranks a little; how
+#: far it carries over is measured on such questions alone, and the temperature says: not far. A head of
+#: their own, trained on attribute questions, did no better leave-one-domain-out.
+BORROWS = {"quality": "topic"}
 #: Kinds whose logits get a temperature fitted on other domains' held-out answers. A logistic
 #: regression on a few scalars trained across topic domains is already as calibrated as that makes it;
 #: the bilinear head fits its training domains too closely without it.
-RECALIBRATED = {"contrast", "statement"}
+RECALIBRATED = {"contrast", "quality", "statement"}
 #: Every row of a kind trains a logistic regression (cheap); the bilinear head samples this many a domain.
 DECAY = 1e-3  # L2 penalty of the bilinear factors
 INIT = 0.05
@@ -204,9 +209,12 @@ def fit_head(x: np.ndarray, y: np.ndarray, seed: int, rank: int, penalty: float 
 
 
 def train_heads(x, y, kinds, families, domains, allowed, rng, seed: int) -> dict[str, DecisionHead]:
-    """One head per kind of question, each on the allowed rows of its kind (at most TRAIN_PER_DOMAIN a domain)."""
+    """One head per kind of question, each on the allowed rows of its kind (at most TRAIN_PER_DOMAIN a domain),
+    or a copy of the head it borrows."""
     heads = {}
     for kind in KINDS:
+        if kind in BORROWS:
+            continue
         rows = np.flatnonzero(allowed & (kinds == kind) & np.isin(families, TRAINED_ON.get(kind, FAMILIES)))
         train = sample(rows, domains, TRAIN_PER_DOMAIN, rng) if RANKS[kind] else rows
         if kind == CONTRAST:
@@ -217,6 +225,8 @@ def train_heads(x, y, kinds, families, domains, allowed, rng, seed: int) -> dict
             heads[kind].weights["odd"] = np.float64(1.0)
         else:
             heads[kind] = fit_head(x[train], y[train], seed, RANKS[kind], PENALTIES.get(kind, 1.0))
+    for kind, lender in BORROWS.items():
+        heads[kind] = DecisionHead(dict(heads[lender].weights))
     return heads
 
 
@@ -241,6 +251,21 @@ def calibrate(logits, y, kinds, fit_rows, test, test_kinds, fit_logits=None) -> 
         temperature, offset = platt(fit_logits[pooled], y[pooled], kind != CONTRAST) if recalibrate else (1.0, 0.0)
         out[mine] = sigmoid(logits[test][mine] / temperature + offset)
     return out
+
+
+def measure(held_out, held_out_negated, y, kinds, kinds_negated, flipped, others, test, family: str) -> dict:
+    """Held-out figures of the ``test`` rows, calibrated as the shipped heads are: a temperature per kind,
+    fitted on the ``others`` rows' held-out answers (other domains)."""
+    p = calibrate(held_out, y, kinds, others, test, kinds[test])
+    p_plain_of_negated = calibrate(held_out_negated, y, kinds, others, test, kinds_negated[test], held_out)
+    # A negated question's answer: 1 - the plain reading's, when the reading found the negation.
+    p_negated = np.where(flipped[test], 1 - p_plain_of_negated, p_plain_of_negated)
+    return {
+        "family": family,
+        **metrics(p, y[test]),
+        "negated_accuracy": float(((p_negated >= 0.5) == (1 - y[test])).mean()),
+        "negation_consistent": float((np.abs(p_negated - (1 - p)) <= 0.1).mean()),
+    }
 
 
 def platt(logits: np.ndarray, y: np.ndarray, offset: bool = True) -> tuple[float, float]:
@@ -312,19 +337,16 @@ def main() -> None:
 
     report = {}
     for name in names:
-        test = domains == name
-        others = ~test & ~np.isnan(held_out)
-        # Calibrated as the shipped heads are: a temperature per kind, fitted on the other domains' held-out answers.
-        p = calibrate(held_out, y, kinds, others, test, kinds[test])
-        p_plain_of_negated = calibrate(held_out_negated, y, kinds, others, test, kinds_negated[test], held_out)
-        # A negated question's answer: 1 - the plain reading's, when the reading found the negation.
-        p_negated = np.where(flipped[test], 1 - p_plain_of_negated, p_plain_of_negated)
-        report[name] = {
-            "family": str(families[test][0]),
-            **metrics(p, y[test]),
-            "negated_accuracy": float(((p_negated >= 0.5) == (1 - y[test])).mean()),
-            "negation_consistent": float((np.abs(p_negated - (1 - p)) <= 0.1).mean()),
-        }
+        held = domains == name
+        others = ~held & ~np.isnan(held_out)
+        # A domain that asks questions of two families (tweet stance: "Is this tweet about feminism?" and
+        # "Is this tweet against feminism?") is held out whole, and each family is measured on its own.
+        for family in dict.fromkeys(families[held]):
+            test = held & (families == family)
+            multiple = len(set(families[held])) > 1
+            report[f"{name} ({family})" if multiple else name] = measure(
+                held_out, held_out_negated, y, kinds, kinds_negated, flipped, others, test, family
+            )
     if report:
         print_table(report)
     if args.folds == "all":  # the record of the recipe: every domain held out, never a subset
@@ -472,16 +494,16 @@ COSINE_WEIGHTS = (0.0, 8.0, 16.5, 33.0)
 
 
 def print_table(report: dict) -> None:
-    print(f"{'domain':18} {'family':10} {'rows':>5} {'acc':>6} {'auroc':>6} {'ece':>6} {'neg acc':>8} {'neg ok':>7}")
+    print(f"{'domain':26} {'family':10} {'rows':>5} {'acc':>6} {'auroc':>6} {'ece':>6} {'neg acc':>8} {'neg ok':>7}")
     for name, r in report.items():
         print(
-            f"{name:18} {r['family']:10} {r['rows']:5d} {r['accuracy']:6.3f} {r['auroc']:6.3f} {r['ece']:6.3f}"
+            f"{name:26} {r['family']:10} {r['rows']:5d} {r['accuracy']:6.3f} {r['auroc']:6.3f} {r['ece']:6.3f}"
             f" {r['negated_accuracy']:8.3f} {r['negation_consistent']:7.3f}"
         )
     for family in dict.fromkeys(r["family"] for r in report.values()):
         members = [r for r in report.values() if r["family"] == family]
         print(
-            f"{'mean ' + family:29} {np.mean([m['accuracy'] for m in members]):6.3f}"
+            f"{'mean ' + family:37} {np.mean([m['accuracy'] for m in members]):6.3f}"
             f" {np.mean([m['auroc'] for m in members]):6.3f} {np.mean([m['ece'] for m in members]):6.3f}"
             f"  worst acc {min(m['accuracy'] for m in members):.3f} worst ece {max(m['ece'] for m in members):.3f}"
         )

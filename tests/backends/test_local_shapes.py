@@ -11,7 +11,7 @@ import decirank
 from decirank.backends import create_backend
 from decirank.backends.local._assets import SHA256, find_decision_head
 from decirank.backends.local._fewshot import heads
-from decirank.backends.local._head import read_yes_no, strip_negation
+from decirank.backends.local._head import CONTRAST, QUALITY, STATEMENT, TOPIC, question_kind, read_yes_no, strip_negation
 from decirank.backends.local._text import is_none_option, polar_contrast, question_topic, refers_to_state
 from decirank.errors import InvalidInputError
 from decirank.types.answers import check_response
@@ -118,6 +118,31 @@ def test_the_decision_head_ships_with_its_recorded_hash():
 )
 def test_plain_topic_questions_come_out_as_a_person_would_answer(text, question, expected):
     assert (decide(text, q=LikelihoodQuestion(question))["q"].probability >= 0.5) is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("Is this about pets?", TOPIC),
+        ("Does this post discuss ice hockey?", TOPIC),
+        ("Does the user want to book a flight?", TOPIC),
+        ("Is the customer asking for a refund?", TOPIC),
+        ("Is this tweet ironic?", QUALITY),
+        ("Is this sentence subjective?", QUALITY),
+        ("Is this a complaint?", QUALITY),
+        ("Is this review positive?", CONTRAST),
+        ("Does this imply that the man is asleep?", STATEMENT),
+    ],
+)
+def test_each_question_goes_to_the_head_of_its_kind(question, kind):
+    assert question_kind(read_yes_no(question)) == kind
+
+
+def test_a_question_about_what_a_text_is_like_gets_the_doubt_measured_for_its_kind():
+    """Read as a topic, "urgent" makes an outage a sure no (0.17); on held-out attribute questions such a
+    reading carries over little, so the answer stays near even rather than confidently wrong."""
+    text = "The production database is down and no customer can log in."
+    assert 0.35 < decide(text, q=LikelihoodQuestion("Is this ticket urgent?"))["q"].probability < 0.65
 
 
 def test_none_of_these_comes_from_evidence_that_no_option_fits():

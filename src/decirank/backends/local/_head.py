@@ -10,10 +10,12 @@ head turns the vectors into a probability that carries over:
   topic and to the question; the topic against generic background topics as a
   z-score, log-probability and rank; the true-minus-false contrast; lengths),
   then the text, topic and contrast vectors;
-- **three heads** by kind of question (:func:`question_kind`): a topic
-  question and a statement are answered by a logistic regression on the
-  scalars; a question with two sides to contrast adds a low-rank bilinear term
-  whose learned axes read attributes such as sentiment (:class:`DecisionHead`).
+- **a head per kind of question** (:func:`question_kind`): a topic question
+  and a statement are answered by a logistic regression on the scalars; a
+  question with two sides to contrast adds a low-rank bilinear term whose
+  learned axes read attributes such as sentiment (:class:`DecisionHead`); a
+  question about what the text is like ("Is this tweet ironic?") borrows the
+  topic weights under a temperature of its own, measured on such questions.
 
 They are trained by ``training/train.py`` on questions built from the
 development sets (``training/corpus.py``), judged leave-one-domain-out; the
@@ -185,13 +187,23 @@ def swap_sides(features: np.ndarray) -> np.ndarray:
 #: The kinds of yes/no question, each answered by its own head: what carries over from one domain to
 #: the next differs between them (a topic's similarity against the background; an attribute's
 #: learned axes; for a whole statement, almost nothing a bi-encoder can read).
-CONTRAST, TOPIC, STATEMENT = "contrast", "topic", "statement"
-KINDS = (CONTRAST, TOPIC, STATEMENT)
+CONTRAST, TOPIC, QUALITY, STATEMENT = "contrast", "topic", "quality", "statement"
+KINDS = (CONTRAST, TOPIC, QUALITY, STATEMENT)
 #: A topic longer than this many words is a statement, whatever its wording.
 STATEMENT_WORDS = 12
 # A question that states a claim in a clause of its own ("Does this imply that the man is asleep?",
 # "Is it true that ...?"): the clause is a statement to check, not a subject to compare with.
 _CLAIM = re.compile(r"\b(?:that|whether)\s+\S+(?:\s+\S+){2,}", re.IGNORECASE)
+
+# A question that names what the text is about or asks for ("Is this about pets?", "Does this post discuss
+# hockey?", "Does the user want to book a flight?"), as against one that asks what the text is like
+# ("Is this tweet ironic?", "Is this sentence subjective?", "Is this a complaint?").
+_NAMES_A_SUBJECT = re.compile(
+    r"\b(?:about|regarding|concern(?:s|ing)?|relat(?:ed|es?|ing)\s+to|discuss(?:es|ed|ing)?|mention(?:s|ed|ing)?"
+    r"|refer(?:s|red|ring)?\s+to|deal(?:s|ing)?\s+with|belong(?:s|ing)?|categor(?:y|ies)|topic|subject"
+    r"|want(?:s|ed)?|wish(?:es)?\s+to|request(?:s|ing)?\s+to|request\s+for|ask(?:s|ed|ing)?(?:\s+\w+){0,2}\s+(?:for|to))\b",
+    re.IGNORECASE,
+)
 
 
 def question_kind(reading: YesNoReading) -> str:
@@ -204,7 +216,9 @@ def question_kind(reading: YesNoReading) -> str:
     # text: the text's similarity to it says whether the text is on the subject, not what the answer is.
     if not asks_about_the_text(reading.question):
         return STATEMENT
-    return TOPIC
+    if _NAMES_A_SUBJECT.search(reading.question):
+        return TOPIC
+    return QUALITY
 
 
 class DecisionHead:
