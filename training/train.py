@@ -27,6 +27,7 @@ import inspect
 import json
 import sys
 import time
+import zlib
 from collections import defaultdict
 from pathlib import Path
 
@@ -208,7 +209,7 @@ def fit_head(x: np.ndarray, y: np.ndarray, seed: int, rank: int, penalty: float 
     )
 
 
-def train_heads(x, y, kinds, families, domains, allowed, rng, seed: int) -> dict[str, DecisionHead]:
+def train_heads(x, y, kinds, families, domains, allowed, seed: int, fold: str) -> dict[str, DecisionHead]:
     """One head per kind of question, each on the allowed rows of its kind (at most TRAIN_PER_DOMAIN a domain),
     or a copy of the head it borrows."""
     heads = {}
@@ -216,6 +217,8 @@ def train_heads(x, y, kinds, families, domains, allowed, rng, seed: int) -> dict
         if kind in BORROWS:
             continue
         rows = np.flatnonzero(allowed & (kinds == kind) & np.isin(families, TRAINED_ON.get(kind, FAMILIES)))
+        # A draw of its own for each head and fold, so that a change to one kind's rows leaves the others' alone.
+        rng = np.random.default_rng([seed, KINDS.index(kind), zlib.crc32(fold.encode())])
         train = sample(rows, domains, TRAIN_PER_DOMAIN, rng) if RANKS[kind] else rows
         if kind == CONTRAST:
             # Each contrast also with its sides swapped and its answer turned round: the head learns
@@ -314,7 +317,6 @@ def main() -> None:
     y = np.array([row.label for row in rows])
     domains = np.array([row.domain for row in rows])
     families = np.array([row.family for row in rows])
-    rng = np.random.default_rng(args.seed)
     names = (
         list(dict.fromkeys(domains)) if args.folds == "all" else [] if args.folds == "none" else args.folds.split(",")
     )
@@ -324,7 +326,7 @@ def main() -> None:
     held_out_negated = np.full(len(rows), np.nan)
     fold_heads: dict[str, dict[str, DecisionHead]] = {}
     for name in names:
-        fold_heads[name] = train_heads(x, y, kinds, families, domains, domains != name, rng, args.seed)
+        fold_heads[name] = train_heads(x, y, kinds, families, domains, domains != name, args.seed, name)
         test = np.flatnonzero(domains == name)
         held_out[test] = answer(fold_heads[name], x[test], kinds[test])
         held_out_negated[test] = answer(fold_heads[name], x_negated[test], kinds_negated[test])
@@ -352,7 +354,7 @@ def main() -> None:
     if args.folds == "all":  # the record of the recipe: every domain held out, never a subset
         args.report.write_text(json.dumps(report, indent=1) + "\n")
 
-    final = train_heads(x, y, kinds, families, domains, np.ones(len(rows), bool), rng, args.seed)
+    final = train_heads(x, y, kinds, families, domains, np.ones(len(rows), bool), args.seed, "")
     known = ~np.isnan(held_out)
     for kind, head in final.items():
         pooled = known & (kinds == kind)

@@ -81,6 +81,13 @@ def strip_negation(question: str) -> tuple[str, bool]:
     return question, False
 
 
+# What someone wants done: "Does the user want to …", "Is the customer asking the assistant to …", "Is this a
+# request to …".
+_ASKS_FOR_AN_ACTION = re.compile(
+    r"\b(?:want(?:s|ed)?|wish(?:es)?|request(?:s|ing)?|ask(?:s|ed|ing)?(?:\s+(?!to\b)\w+){0,2})\s+to\b", re.IGNORECASE
+)
+
+
 @dataclass(frozen=True)
 class YesNoReading:
     """What a yes/no question compares a text with."""
@@ -103,7 +110,8 @@ def read_yes_no(question: str, true: str | None = None, false: str | None = None
     contrasts: list[tuple[str, str]] = []
     if true and false:
         contrasts.append((true, false))
-    polar = polar_contrast(plain)
+    # In "Does the user want to say what music they like?" the polar word is part of what is wanted.
+    polar = None if _ASKS_FOR_AN_ACTION.search(plain) else polar_contrast(plain)
     if polar is not None:
         contrasts.append(polar)
     topic = true if true and not false else question_topic(plain)
@@ -210,7 +218,9 @@ def question_kind(reading: YesNoReading) -> str:
     """Which head answers a read yes/no question."""
     if reading.contrasts:
         return CONTRAST
-    if len(reading.topic.split()) > STATEMENT_WORDS or _CLAIM.search(reading.question):
+    # "Does the user want to say that it does not matter?" asks for an action; its clause is not a claim.
+    claim = _CLAIM.search(reading.question) and not _ASKS_FOR_AN_ACTION.search(reading.question)
+    if len(reading.topic.split()) > STATEMENT_WORDS or claim:
         return STATEMENT
     # A question about the world ("Did greece qualify for the 2018 world cup?") rather than about its
     # text: the text's similarity to it says whether the text is on the subject, not what the answer is.
