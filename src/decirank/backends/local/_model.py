@@ -63,7 +63,15 @@ from ._assets import MINILM_FIX, REINSTALL_FIX, SPLADE_FIX, SPLADE_WHAT, find_as
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
 from ._fewshot import ChoiceHead, LikelihoodHead, head_key, heads
-from ._head import DecisionHead, YesNoReading, option_reading, question_kind, read_yes_no, yes_no_features
+from ._head import (
+    DecisionHead,
+    YesNoReading,
+    asks_yes_or_no,
+    option_reading,
+    question_kind,
+    read_yes_no,
+    yes_no_features,
+)
 from ._language import looks_non_english
 from ._text import BACKGROUND_TOPICS, is_none_option, refers_to_state, split_frame, split_question
 
@@ -411,9 +419,13 @@ class LocalModel:
             raise InvalidInputError("state", "a state (or an item in the question) for the question to judge")
         if state_text and instructions and refers_to_state(asked):
             return _Plan(PASSAGE, [state_text], [text], example_texts=examples)
-        if isinstance(question, ScoreQuestion):
-            # The ends of the scale are the question's two sides: "critical" against "not urgent".
+        if isinstance(question, ScoreQuestion) and not asks_yes_or_no(asked):
+            # "How urgent is this ticket?": the ends of the scale are its two sides, "critical" against "not urgent".
             reading = read_yes_no(asked, question.levels[-1], question.levels[0])
+        elif isinstance(question, ScoreQuestion):
+            # The levels of a yes/no question are degrees of its yes ("not at all" … "fully"), which say nothing
+            # of the text on their own: its likelihood, spread over them.
+            reading = read_yes_no(asked)
         else:
             reading = read_yes_no(asked, question.true, question.false)
         return _Plan(YES_NO, _reading_texts(reading), [text], example_texts=examples, reading=reading)
