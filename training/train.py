@@ -303,7 +303,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data/decisions"))
     parser.add_argument("--out", type=Path, default=Path("src/decirank/backends/local/assets"))
-    parser.add_argument("--no-write", action="store_true", help="measure only; leave the shipped weights alone")
+    parser.add_argument("--no-write", action="store_true", help="measure only; leave the shipped weights and lodo.json alone")
     parser.add_argument("--folds", default="all")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--report", type=Path, default=Path("training/lodo.json"))
@@ -351,7 +351,7 @@ def main() -> None:
             )
     if report:
         print_table(report)
-    if args.folds == "all":  # the record of the recipe: every domain held out, never a subset
+    if args.folds == "all" and not args.no_write:  # the record of the shipped recipe: every domain held out
         args.report.write_text(json.dumps(report, indent=1) + "\n")
 
     final = train_heads(x, y, kinds, families, domains, np.ones(len(rows), bool), args.seed, "")
