@@ -198,7 +198,9 @@ def main() -> None:
     fine_tune(model, tokenizer, pairs, args.epochs, args.seed, checkpoint)
 
     test = [i for i, row in enumerate(rows) if row.domain in held]
-    plain = logits(model, tokenizer, [(asked(rows[i].question, rows[i].true, rows[i].false), rows[i].text) for i in test])
+    plain = logits(
+        model, tokenizer, [(asked(rows[i].question, rows[i].true, rows[i].false), rows[i].text) for i in test]
+    )
     negated = logits(
         model, tokenizer, [(asked(negate(rows[i].question), rows[i].false, rows[i].true), rows[i].text) for i in test]
     )

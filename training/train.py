@@ -303,7 +303,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data/decisions"))
     parser.add_argument("--out", type=Path, default=Path("src/decirank/backends/local/assets"))
-    parser.add_argument("--no-write", action="store_true", help="measure only; leave the shipped weights and lodo.json alone")
+    parser.add_argument(
+        "--no-write", action="store_true", help="measure only; leave the shipped weights and lodo.json alone"
+    )
     parser.add_argument("--folds", default="all")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--report", type=Path, default=Path("training/lodo.json"))

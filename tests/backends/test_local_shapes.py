@@ -11,7 +11,15 @@ import decirank
 from decirank.backends import create_backend
 from decirank.backends.local._assets import SHA256, find_decision_head
 from decirank.backends.local._fewshot import heads
-from decirank.backends.local._head import CONTRAST, QUALITY, STATEMENT, TOPIC, question_kind, read_yes_no, strip_negation
+from decirank.backends.local._head import (
+    CONTRAST,
+    QUALITY,
+    STATEMENT,
+    TOPIC,
+    question_kind,
+    read_yes_no,
+    strip_negation,
+)
 from decirank.backends.local._text import is_none_option, polar_contrast, question_topic, refers_to_state
 from decirank.errors import InvalidInputError
 from decirank.types.answers import check_response
@@ -91,8 +99,9 @@ def test_a_negated_question_is_read_as_its_plain_form(negated, plain):
 def test_a_negated_question_gets_one_minus_the_plain_answer():
     """ "Is this not about pets?" is no longer answered as "Is this about pets?"."""
     for text in PETS:
-        answers = decide(text, plain=LikelihoodQuestion("Is this about pets?"), negated=LikelihoodQuestion(
-            "Is this not about pets?"))
+        answers = decide(
+            text, plain=LikelihoodQuestion("Is this about pets?"), negated=LikelihoodQuestion("Is this not about pets?")
+        )
         assert answers["negated"].probability == pytest.approx(1 - answers["plain"].probability, abs=1e-9)
     assert decirank.filter(PETS, "Is this not about pets?", state={}).items == [PETS[1], PETS[3]]
 
