@@ -38,9 +38,9 @@ from ._text import asks_about_the_text, polar_contrast, question_topic
 
 __all__ = [
     "KINDS",
-    "asks_yes_or_no",
     "DecisionHead",
     "YesNoReading",
+    "asks_yes_or_no",
     "option_reading",
     "question_kind",
     "read_yes_no",
