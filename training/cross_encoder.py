@@ -53,6 +53,14 @@ def asked(question: str, true: str | None, false: str | None) -> str:
     return f"{question} (yes: {true or '-'}; no: {false or '-'})" if true or false else question
 
 
+def encode(tokenizer, pairs: list[tuple[str, str]]):
+    """(question, text) pairs as one padded batch; only the text is cut to fit."""
+    questions, texts = zip(*pairs, strict=True)
+    return tokenizer(
+        list(questions), list(texts), truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt"
+    )
+
+
 class CrossEncoder(torch.nn.Module):
     def __init__(self, path: str):
         super().__init__()
@@ -100,14 +108,7 @@ def fine_tune(model, tokenizer, pairs, epochs: float, seed: int, checkpoint: Pat
     started, smoothed = time.monotonic(), None
     while step < len(plan):
         batch = [pairs[i] for i in plan[step]]
-        inputs = tokenizer(
-            [q for q, _, _ in batch],
-            [t for _, t, _ in batch],
-            truncation="only_second",
-            max_length=MAX_TOKENS,
-            padding=True,
-            return_tensors="pt",
-        )
+        inputs = encode(tokenizer, [(q, t) for q, t, _ in batch])
         loss = loss_of(model(inputs), torch.tensor([float(y) for _, _, y in batch]))
         optimiser.zero_grad()
         loss.backward()
@@ -130,16 +131,7 @@ def logits(model, tokenizer, pairs: list[tuple[str, str]]) -> np.ndarray:
     model.eval()
     out = []
     for start in range(0, len(pairs), 64):
-        chunk = pairs[start : start + 64]
-        inputs = tokenizer(
-            [q for q, _ in chunk],
-            [t for _, t in chunk],
-            truncation="only_second",
-            max_length=MAX_TOKENS,
-            padding=True,
-            return_tensors="pt",
-        )
-        out.append(model(inputs).numpy())
+        out.append(model(encode(tokenizer, pairs[start : start + 64])).numpy())
     return np.concatenate(out)
 
 
