@@ -142,12 +142,9 @@ def head_probabilities(rows, held: set[str], seed: int) -> np.ndarray:
     y = np.array([row.label for row in rows])
     domains = np.array([row.domain for row in rows])
     families = np.array([row.family for row in rows])
-    answers = np.full(len(rows), np.nan)
     # Every domain's held-out answers, since each kind's temperature is fitted on the other domains' answers.
-    for name in dict.fromkeys(domains):
-        heads = train.train_heads(x, y, kinds, families, domains, domains != name, seed, name)
-        test = np.flatnonzero(domains == name)
-        answers[test] = train.answer(heads, x[test], kinds[test])
+    fold_heads = train.train_folds(x, y, kinds, families, domains, dict.fromkeys(domains), seed)
+    answers = train.held_out_logits(fold_heads, x, kinds, domains)
     p = np.full(len(rows), np.nan)
     for name in held:
         test = domains == name

@@ -233,6 +233,20 @@ def train_heads(x, y, kinds, families, domains, allowed, seed: int, fold: str) -
     return heads
 
 
+def train_folds(x, y, kinds, families, domains, names, seed: int) -> dict[str, dict[str, DecisionHead]]:
+    """For each named domain, the heads trained on every other domain."""
+    return {name: train_heads(x, y, kinds, families, domains, domains != name, seed, name) for name in names}
+
+
+def held_out_logits(fold_heads: dict[str, dict[str, DecisionHead]], x, kinds, domains) -> np.ndarray:
+    """Raw logits of each fold's domain, answered by the heads trained without it (NaN outside the folds)."""
+    out = np.full(len(x), np.nan)
+    for name, heads in fold_heads.items():
+        test = np.flatnonzero(domains == name)
+        out[test] = answer(heads, x[test], kinds[test])
+    return out
+
+
 def answer(heads: dict[str, DecisionHead], x: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     """Raw logits, each row by the head of its kind."""
     out = np.zeros(len(x))
@@ -323,21 +337,13 @@ def main() -> None:
         list(dict.fromkeys(domains)) if args.folds == "all" else [] if args.folds == "none" else args.folds.split(",")
     )
 
-    # Each held-out domain's rows answered by heads trained on the other domains, one head per kind of question.
-    held_out = np.full(len(rows), np.nan)
-    held_out_negated = np.full(len(rows), np.nan)
-    fold_heads: dict[str, dict[str, DecisionHead]] = {}
+    fold_heads = train_folds(x, y, kinds, families, domains, names, args.seed)
+    held_out = held_out_logits(fold_heads, x, kinds, domains)
+    held_out_negated = held_out_logits(fold_heads, x_negated, kinds_negated, domains)
     for name in names:
-        fold_heads[name] = train_heads(x, y, kinds, families, domains, domains != name, args.seed, name)
-        test = np.flatnonzero(domains == name)
-        held_out[test] = answer(fold_heads[name], x[test], kinds[test])
-        held_out_negated[test] = answer(fold_heads[name], x_negated[test], kinds_negated[test])
-        raw = metrics(sigmoid(held_out[test]), y[test])
-        print(
-            f"fold {name}: {time.monotonic() - started:.0f} s; uncalibrated accuracy {raw['accuracy']:.3f}"
-            f" AUROC {raw['auroc']:.3f}",
-            flush=True,
-        )
+        raw = metrics(sigmoid(held_out[domains == name]), y[domains == name])
+        print(f"fold {name}: uncalibrated accuracy {raw['accuracy']:.3f} AUROC {raw['auroc']:.3f}")
+    print(f"{len(names)} folds: {time.monotonic() - started:.0f} s", flush=True)
 
     report = {}
     for name in names:

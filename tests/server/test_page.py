@@ -273,6 +273,16 @@ def _run(page) -> None:
     assert page.is_hidden("#play-error"), page.text_content("#play-error")
 
 
+def _run_the_choice_example(page, served) -> None:
+    """The decision tab's choice example, run."""
+    url, _ = served
+    _open(page, url)
+    page.click("#tool-tabs [data-tool=decision]")
+    page.select_option("#decision-type", "choice")
+    page.click("#example")
+    _run(page)
+
+
 def test_ranking_with_the_local_model_shows_bars_in_rank_order_and_opens_its_run(page, served):
     """Load /, rank with the local model: bars best first, as /v1/rank orders them; the run shows its model call."""
     url, _ = served
@@ -344,12 +354,7 @@ def test_a_list_over_254_items_shows_its_chunks_and_final_round(page, served):
 
 
 def test_decision_filter_and_rerank_in_the_playground(page, served):
-    url, _ = served
-    _open(page, url)
-    page.click("#tool-tabs [data-tool=decision]")
-    page.select_option("#decision-type", "choice")
-    page.click("#example")
-    _run(page)
+    _run_the_choice_example(page, served)
     rows = _bars(page)
     assert len(rows) == 3 and [r["p"] for r in rows] == sorted((r["p"] for r in rows), reverse=True)
     assert rows[0]["label"].startswith("delivery:")
@@ -557,12 +562,7 @@ def test_each_tab_keeps_its_own_question(page, served):
 
 def test_a_decision_links_its_run_and_shows_its_real_call_count(page, served):
     """A decision's result opens its run and counts its model calls, read from the server's headers."""
-    url, _ = served
-    _open(page, url)
-    page.click("#tool-tabs [data-tool=decision]")
-    page.select_option("#decision-type", "choice")
-    page.click("#example")
-    _run(page)
+    _run_the_choice_example(page, served)
     assert "calls 1" in page.text_content("#result-summary")
     page.click("#open-run")
     page.wait_for_selector("#call-tree li.call")

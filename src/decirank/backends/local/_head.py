@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._text import asks_about_the_text, polar_contrast, question_topic
+from ._text import _AUXILIARY, asks_about_the_text, polar_contrast, question_topic
 
 __all__ = [
     "KINDS",
@@ -48,7 +48,6 @@ __all__ = [
     "yes_no_features",
 ]
 
-_AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|will|would|should|has|have|had)"
 # "Is this not about pets?", "Does the customer not want a refund?": the auxiliary, up to five
 # words of subject, then "not". Further on, "not" belongs to a clause ("a phone that does not work").
 _NOT_AFTER_SUBJECT = re.compile(rf"^(?P<head>\s*{_AUXILIARY}(?:\s+(?!not\b)[\w'-]+){{0,5}}?)\s+not\b", re.IGNORECASE)
@@ -215,10 +214,11 @@ _CLAIM = re.compile(r"\b(?:that|whether)\s+\S+(?:\s+\S+){2,}", re.IGNORECASE)
 # A question that names what the text is about or asks for ("Is this about pets?", "Does this post discuss
 # hockey?", "Does the user want to book a flight?"), as against one that asks what the text is like
 # ("Is this tweet ironic?", "Is this sentence subjective?", "Is this a complaint?").
+# An action asked for (_ASKS_FOR_AN_ACTION) names one too.
 _NAMES_A_SUBJECT = re.compile(
     r"\b(?:about|regarding|concern(?:s|ing)?|relat(?:ed|es?|ing)\s+to|discuss(?:es|ed|ing)?|mention(?:s|ed|ing)?"
     r"|refer(?:s|red|ring)?\s+to|deal(?:s|ing)?\s+with|belong(?:s|ing)?|categor(?:y|ies)|topic|subject"
-    r"|want(?:s|ed)?|wish(?:es)?\s+to|request(?:s|ing)?\s+to|request\s+for|ask(?:s|ed|ing)?(?:\s+\w+){0,2}\s+(?:for|to))\b",
+    r"|want(?:s|ed)?|request\s+for|ask(?:s|ed|ing)?(?:\s+\w+){0,2}\s+for)\b",
     re.IGNORECASE,
 )
 
@@ -235,7 +235,7 @@ def question_kind(reading: YesNoReading) -> str:
     # text: the text's similarity to it says whether the text is on the subject, not what the answer is.
     if not asks_about_the_text(reading.question):
         return STATEMENT
-    if _NAMES_A_SUBJECT.search(reading.question):
+    if _NAMES_A_SUBJECT.search(reading.question) or _ASKS_FOR_AN_ACTION.search(reading.question):
         return TOPIC
     return QUALITY
 

@@ -24,7 +24,8 @@ compared with what and how the similarity becomes a probability:
   else the state): the question is read (``_head.read_yes_no``: its topic, its
   true and false sides, its negation) and the trained decision head
   (``_head``) turns the text's and the question's vectors into a probability.
-  A score question's two sides are its top and bottom levels.
+  A score question asked "how" has its top and bottom levels as its two sides;
+  one worded yes/no spreads that question's likelihood over its levels.
 - **labels** (a choice whose options are short): the state against each label,
   MiniLM alone (SPLADE's term matches hurt short texts), ``softmax``.
 - **items** (a choice among short items with no state: "Which one is about
@@ -213,9 +214,8 @@ class _Runtime:
         return [value if isinstance(value, _Reading) else _Reading.from_arrays(value) for value in found]
 
     def token_counts(self, texts: Sequence[str]) -> np.ndarray:
-        """Tokens each text fills; remembered, since tokenizing costs more than a cached answer."""
-        counts, _ = self._cached("tokens", texts, lambda ids, _: [np.array(len(i)) for i in ids], None)
-        return np.array(counts, dtype=np.int64).reshape(len(texts))
+        """Tokens each text fills in its first window (its reading is remembered)."""
+        return np.array([len(reading.windows[0]) for reading in self.readings(texts)], dtype=np.int64)
 
     def token_count(self, texts: Sequence[str]) -> int:
         """Tokens the texts fill, for usage."""
@@ -603,10 +603,10 @@ class LocalModel:
             none = 1.0 - float(likelihoods.max())
         else:
             similarity = vectors.cosines(plan.queries[0], plan.subjects)
-            best, second = np.sort(similarity)[::-1][:2] if len(similarity) > 1 else (similarity[0], similarity[0])
             if plan.reading is not None:  # the one option's yes/no likelihood (_plan_choice)
                 none = 1.0 - float(_sigmoid(self._head_logits(plan.reading, vectors, plan.queries[:1])[0]))
             else:
+                best, second = np.sort(similarity)[::-1][:2] if len(similarity) > 1 else (similarity[0], similarity[0])
                 evidence = MAPS.none_top * best + MAPS.none_margin * (best - second) + MAPS.none_offset
                 none = float(_sigmoid(evidence + MAPS.none_options * np.log(len(similarity))))
             if plan.example_texts:
