@@ -68,8 +68,9 @@ RATE = 5e-5
 WARMUP = 150
 MAX_TOKENS = 128
 EPOCHS = 2.0
-#: Questions of the 28 sets drawn per (domain, family) for training; held-out domains are judged on all of theirs.
+#: Questions of the 28 sets drawn per (domain, family) for training, and judged per held-out (domain, family).
 CORPUS_PER_GROUP = 240
+CORPUS_JUDGED_PER_GROUP = 300
 #: Share of the 28 sets' training questions also asked negated, and of the everyday yes/no questions.
 CORPUS_NEGATED = 0.3
 EVERYDAY_NEGATED = 0.2
@@ -234,6 +235,17 @@ def _round(values) -> list[float]:
     return [round(float(v), 4) for v in values]
 
 
+def judged_rows(corpus_rows, held_corpus: set[str]) -> list:
+    """A seeded draw of CORPUS_JUDGED_PER_GROUP rows of each held-out (domain, family), in corpus order."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, row in enumerate(corpus_rows):
+        if row.domain in held_corpus:
+            groups.setdefault((row.domain, row.family), []).append(i)
+    rng = random.Random(0)
+    chosen = sorted(i for _, index in sorted(groups.items()) for i in rng.sample(index, min(len(index), CORPUS_JUDGED_PER_GROUP)))
+    return [corpus_rows[i] for i in chosen]
+
+
 def held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, held_corpus, device) -> dict:
     yes_no, choices, scores = data
     pairs: list[tuple[str, str]] = []
@@ -252,10 +264,8 @@ def held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, hel
     for row in scores:
         if row.domain in held_everyday:
             add("score", row, [level_asked(row.question, level) for level in row.levels])
-    for row in corpus_rows:
-        if row.domain in held_corpus:
-            plain = asked(row.question, row.true, row.false)
-            add("corpus", row, [plain, asked(negate(row.question), row.false, row.true)])
+    for row in judged_rows(corpus_rows, held_corpus):
+        add("corpus", row, [asked(row.question, row.true, row.false), asked(negate(row.question), row.false, row.true)])
     print(f"judging {len(pairs)} held-out questions", flush=True)
     out = logits(model, tokenizer, pairs, device)
     index = {id(row): i for i, row in enumerate(corpus_rows)}

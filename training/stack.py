@@ -26,11 +26,14 @@ can be printed while the folds are still being trained.
 from __future__ import annotations
 
 import argparse
+import math
 import hashlib
 import json
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
@@ -39,10 +42,11 @@ from sklearn.linear_model import LogisticRegression
 sys.path.insert(0, str(Path(__file__).parent))
 import everyday
 import train
+from _strings import strings
 from corpus import YesNoRow, yes_no_rows
 from vectors import VectorStore
 
-from decirank.backends.local._head import DecisionHead, asks_yes_or_no, read_yes_no
+from decirank.backends.local._head import DecisionHead, asks_yes_or_no, read_yes_no, strip_negation
 from decirank.backends.local._assets import find_decision_head
 
 HERE = Path(__file__).parent
@@ -138,9 +142,14 @@ def fit_choice(rows: list[tuple[np.ndarray, np.ndarray, int]]) -> tuple[float, f
     return tuple(float(v) for v in minimize(loss, x0=[1.0, 0.5], method="Nelder-Mead").x)
 
 
-def fit_none(best: np.ndarray, is_none: np.ndarray) -> tuple[float, float]:
-    model = LogisticRegression(C=10.0).fit(best[:, None], is_none)
-    return float(model.coef_[0, 0]), float(model.intercept_[0])
+def none_evidence(reader: np.ndarray, cosine: np.ndarray) -> np.ndarray:
+    """What says no option fits: the best option's reader logit, and its similarity to the text."""
+    return np.array([reader.max(), LABEL_SHARPNESS * cosine.max()])
+
+
+def fit_none(evidence: np.ndarray, is_none: np.ndarray) -> tuple[list[float], float]:
+    model = LogisticRegression(C=10.0).fit(evidence, is_none)
+    return model.coef_[0].tolist(), float(model.intercept_[0])
 
 
 def fit_temperature(rows: list[tuple[np.ndarray, int]]) -> float:
@@ -159,6 +168,239 @@ def score_distribution(reader: np.ndarray, temperature: float) -> np.ndarray:
     z = reader / temperature
     e = np.exp(z - z.max())
     return e / e.sum()
+
+
+# --- yes/no: the everyday rows and the 28 sets' together -----------------------------------------------------
+
+#: What a question asks, as the kind classifier tells them apart (the everyday kinds and the 28 sets' families).
+QUESTION_KINDS = ("topic", "attribute", "request", "quality", "passage")
+SENTIMENT = ("sst2", "cr", "mpqa", "review_sentences", "yelp", "tweet_sentiment")
+
+
+@dataclass
+class YesNoTable:
+    """Every held-out yes/no row of both sets: the head's and the reader's logits, and what judges them."""
+
+    source: np.ndarray  # "everyday" or "corpus"
+    fold: np.ndarray
+    domain: np.ndarray
+    group: np.ndarray  # the everyday kind, or the corpus family
+    question: list[str]  # the question without its negation, as the kind classifier reads it
+    kind: np.ndarray  # the kind the question was written as (negated everyday questions: "negated")
+    negated: np.ndarray  # whether the runtime reads the question as negated (``strip_negation``)
+    h: np.ndarray
+    r: np.ndarray
+    y: np.ndarray
+    #: the corpus rows asked the other way round (NaN for the everyday rows)
+    h_negated: np.ndarray
+    r_negated: np.ndarray
+    vectors: np.ndarray
+
+    def fit(self, rows: np.ndarray) -> Blender:
+        """The blend fitted on ``rows``, and on the 28 sets' rows among them asked the other way round."""
+        kinds = KindClassifier.fit(self, rows)
+        also = rows & (self.source == "corpus")
+        pi = kinds.probabilities(np.concatenate([self.vectors[rows], self.vectors[also]]))
+        h = np.concatenate([self.h[rows], self.h_negated[also]])
+        r = np.concatenate([self.r[rows], self.r_negated[also]])
+        y = np.concatenate([self.y[rows], 1 - self.y[also]])
+        negated = np.concatenate([self.negated[rows], np.ones(also.sum(), bool)])
+        return Blender.fit(kinds, pi, negated, h, r, y)
+
+    def cross_fitted(self) -> dict[str, np.ndarray]:
+        """Each fold's rows answered by the blend fitted on the other folds (plain and negated)."""
+        out = {name: np.full(len(self.y), np.nan) for name in ("blend", "global", "blend_negated")}
+        for k in np.unique(self.fold):
+            fit, test = self.fold != k, self.fold == k
+            if not fit.any():
+                out["blend"][test] = out["global"][test] = sigmoid(self.r[test])
+                out["blend_negated"][test] = sigmoid(self.r_negated[test])
+                continue
+            blender = self.fit(fit)
+            pi = blender.kinds.probabilities(self.vectors[test])
+            out["blend"][test] = blender.probability(pi, self.negated[test], self.h[test], self.r[test])
+            everyone_negated = np.ones(test.sum(), bool)
+            out["blend_negated"][test] = blender.probability(
+                pi, everyone_negated, self.h_negated[test], self.r_negated[test]
+            )
+            a, b, c = fit_yes_no(self.h[fit], self.r[fit], self.y[fit])
+            out["global"][test] = sigmoid(a * self.h[test] + b * self.r[test] + c)
+        return out
+
+
+@dataclass
+class KindClassifier:
+    """A logistic regression over the MiniLM vector of a question (its negation stripped): which kind it is."""
+
+    weights: np.ndarray
+    bias: np.ndarray
+
+    @classmethod
+    def fit(cls, table: YesNoTable, rows: np.ndarray) -> KindClassifier:
+        labelled = rows & (table.kind != "negated")
+        questions: dict[str, tuple[np.ndarray, str]] = {}
+        for i in np.flatnonzero(labelled):
+            questions.setdefault(table.question[i], (table.vectors[i], table.kind[i]))
+        x = np.stack([v for v, _ in questions.values()])
+        labels = [QUESTION_KINDS.index(kind) for _, kind in questions.values()]
+        model = LogisticRegression(C=1.0, max_iter=2000).fit(x, labels)
+        weights = np.zeros((len(QUESTION_KINDS), x.shape[1]))
+        bias = np.full(len(QUESTION_KINDS), -30.0)  # a kind never seen in training is never predicted
+        weights[model.classes_] = model.coef_ if len(model.classes_) > 2 else np.stack([-model.coef_[0], model.coef_[0]])
+        bias[model.classes_] = model.intercept_ if len(model.classes_) > 2 else [-model.intercept_[0], model.intercept_[0]]
+        return cls(weights, bias)
+
+    def probabilities(self, vectors: np.ndarray) -> np.ndarray:
+        z = vectors @ self.weights.T + self.bias
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+
+@dataclass
+class Blender:
+    """``logit = sum_k pi_k (a_k * head + b_k * reader + c_k)``, pi the kind classifier's probabilities.
+
+    A negated question has weights of its own: the head answers it as its plain form turned round, which is
+    as good as the plain answer for topics and worse than the reader's own reading for the rest.
+    """
+
+    kinds: KindClassifier
+    #: (2, kinds) each: plain questions' row, then negated questions'
+    head: np.ndarray
+    reader: np.ndarray
+    offset: np.ndarray
+
+    @staticmethod
+    def _features(pi: np.ndarray, negated: np.ndarray, h: np.ndarray, r: np.ndarray) -> np.ndarray:
+        parts = []
+        for side in (~negated, negated):
+            gate = pi * side[:, None]
+            parts += [gate * h[:, None], gate * r[:, None], gate]
+        return np.concatenate(parts, axis=1)
+
+    @classmethod
+    def fit(cls, kinds, pi, negated, h, r, y) -> Blender:
+        model = LogisticRegression(C=10.0, fit_intercept=False, max_iter=5000)
+        coef = model.fit(cls._features(pi, negated, h, r), y).coef_[0].reshape(2, 3, pi.shape[1])
+        return cls(kinds, coef[:, 0], coef[:, 1], coef[:, 2])
+
+    def probability(self, pi: np.ndarray, negated: np.ndarray, h: np.ndarray, r: np.ndarray) -> np.ndarray:
+        weights = np.concatenate([self.head[0], self.reader[0], self.offset[0], self.head[1], self.reader[1],
+                                  self.offset[1]])
+        return sigmoid(self._features(pi, negated, h, r) @ weights)
+
+    def to_dict(self) -> dict:
+        return {
+            "kinds": list(QUESTION_KINDS),
+            "kind_weights": np.round(self.kinds.weights, 6).tolist(),
+            "kind_bias": np.round(self.kinds.bias, 6).tolist(),
+            "head": np.round(self.head, 6).tolist(),
+            "reader": np.round(self.reader, 6).tolist(),
+            "offset": np.round(self.offset, 6).tolist(),
+        }
+
+
+def corpus_head(data: Path, store: VectorStore, rows) -> tuple[np.ndarray, np.ndarray]:
+    """The head's calibrated logit of each corpus row (plain, negated), trained without the row's domain, as
+    ``train.py`` judges it."""
+    store.ensure(strings(rows, []))
+    x, kinds, x_negated, flipped, kinds_negated = train.cached_features(rows, store, 0)
+    y = np.array([row.label for row in rows])
+    domains = np.array([row.domain for row in rows])
+    families = np.array([row.family for row in rows])
+    fold_heads = train.train_folds(x, y, kinds, families, domains, list(dict.fromkeys(domains)), 0)
+    held = train.held_out_logits(fold_heads, x, kinds, domains)
+    held_negated = train.held_out_logits(fold_heads, x_negated, kinds_negated, domains)
+    plain, negated = np.zeros(len(rows)), np.zeros(len(rows))
+    for name in dict.fromkeys(domains):
+        test = domains == name
+        others = ~test & ~np.isnan(held)
+        plain[test] = train.calibrate(held, y, kinds, others, test, kinds[test])
+        p = train.calibrate(held_negated, y, kinds, others, test, kinds_negated[test], held)
+        negated[test] = np.where(flipped[test], 1 - p, p)
+    return logit(plain), logit(negated)
+
+
+def yes_no_table(data: Path, yes_no, folds: dict[int, dict], store: VectorStore, heads, corpus: bool) -> YesNoTable:
+    columns: dict[str, list] = defaultdict(list)
+
+    def add(source, fold, row_domain, group, asked, question, kind, h, r, y, h_negated=np.nan, r_negated=np.nan):
+        negated = strip_negation(asked)[1]
+        for name, value in (("source", source), ("fold", fold), ("domain", row_domain), ("group", group),
+                            ("question", question), ("kind", kind), ("negated", negated), ("h", h), ("r", r),
+                            ("y", y), ("h_negated", h_negated), ("r_negated", r_negated)):
+            columns[name].append(value)
+
+    fold_of = everyday.fold_of([row.domain for row in yes_no])
+    h = head_logits([YesNoRow(r.domain, r.kind, r.text, r.question, r.label) for r in yes_no], store, heads)
+    entries = {}
+    for record in folds.values():
+        entries.update(_checked(record["yes_no"], yes_no, lambda r: everyday.row_key(r.question, r.text), "yes/no"))
+    for i, row in enumerate(yes_no):
+        if i in entries:
+            plain = strip_negation(row.question)[0]
+            add("everyday", fold_of[row.domain], row.domain, row.kind, row.question, plain, row.kind, h[i],
+                entries[i]["logit"], row.label)
+    corpus_rows = yes_no_rows(data, 0)
+    corpus_entries = {}
+    for record in folds.values():
+        corpus_entries.update(
+            _checked(record["corpus"], corpus_rows, lambda r: everyday.row_key(r.question, r.text), "corpus")
+        )
+    if corpus_entries and corpus:
+        corpus_fold = everyday.fold_of([row.domain for row in corpus_rows])
+        plain_h, negated_h = corpus_head(data, store, corpus_rows)
+        for i, entry in sorted(corpus_entries.items()):
+            row = corpus_rows[i]
+            kind = "topic" if row.family == "topic" else "passage" if row.family == "passage" else "attribute"
+            question = read_yes_no(row.question, row.true, row.false).question
+            add("corpus", corpus_fold[row.domain], row.domain, row.family, row.question, question, kind, plain_h[i],
+                entry["logits"][0], row.label, negated_h[i], entry["logits"][1])
+    store.ensure(list(dict.fromkeys(columns["question"])))
+    arrays = {name: np.array(values) for name, values in columns.items() if name != "question"}
+    return YesNoTable(question=columns["question"], vectors=store.of(columns["question"]), **arrays)
+
+
+def _shown(p: np.ndarray, y: np.ndarray) -> str:
+    return "{accuracy:.3f} / {auroc:.3f} / {ece:.3f}".format(**train.metrics(p, y))
+
+
+def report_everyday(table: YesNoTable, p: dict[str, np.ndarray]) -> None:
+    mine = table.source == "everyday"
+    print("\nEveryday yes/no, leave-one-domain-out (accuracy / AUROC / ECE at 0.5)")
+    print(f"{'kind':12} {'rows':>5}  {'head':22} {'reader':22} {'one blend':22} {'blend by kind':22}")
+    for name in (*KINDS, "all"):
+        rows = mine & ((table.group == name) if name != "all" else True)
+        shown = [_shown(q[rows], table.y[rows]) for q in (sigmoid(table.h), sigmoid(table.r), p["global"], p["blend"])]
+        print(f"{name:12} {rows.sum():5d}  " + " ".join(f"{v:22}" for v in shown))
+    per_domain = []
+    for d in dict.fromkeys(table.domain[mine]):
+        rows = mine & (table.domain == d)
+        per_domain.append(f"{d} {train.metrics(p['blend'][rows], table.y[rows])['accuracy']:.3f}")
+    print("per domain (blend by kind, accuracy):", ", ".join(per_domain))
+
+
+def report_corpus(table: YesNoTable, p: dict[str, np.ndarray]) -> None:
+    mine = table.source == "corpus"
+    if not mine.any():
+        return
+    print("\nThe 28 sets, leave-one-domain-out (accuracy / AUROC / ECE at 0.5; up to 300 rows a domain and family)")
+    print(f"{'held out':28} {'rows':>5}  {'head':22} {'reader':22} {'blend by kind':22} negated (head, blend)")
+    groups: dict[str, list[str]] = defaultdict(list)
+    for d, f in dict.fromkeys(zip(table.domain[mine], table.group[mine], strict=True)):
+        rows = mine & (table.domain == d) & (table.group == f)
+        y = table.y[rows]
+        acc = {name: train.metrics(q[rows], y)["accuracy"] for name, q in (("head", sigmoid(table.h)), ("blend", p["blend"]))}
+        negated = [((q[rows] >= 0.5) == (1 - y)).mean() for q in (sigmoid(table.h_negated), p["blend_negated"])]
+        shown = [_shown(q[rows], y) for q in (sigmoid(table.h), sigmoid(table.r), p["blend"])]
+        print(f"{d + ' (' + f + ')':28} {rows.sum():5d}  " + " ".join(f"{v:22}" for v in shown)
+              + f" {negated[0]:.3f}, {negated[1]:.3f}")
+        family = "topic" if f == "topic" else "sentiment" if d in SENTIMENT else "passage" if f == "passage" else "other"
+        groups[family].append((acc["head"], acc["blend"]))
+    for family, pairs in groups.items():
+        head, blend = np.mean(pairs, axis=0)
+        print(f"  {family:10} mean accuracy over {len(pairs)} domains: head {head:.3f}, blend {blend:.3f}")
 
 
 # --- choice and score -------------------------------------------------------------------------------------
@@ -183,8 +425,8 @@ def choice_table(choices, folds: dict[int, dict], store: VectorStore) -> dict:
 
     def fit(subset):
         a, b = fit_choice([(r, c, y) for _, r, c, y in subset if y >= 0])
-        offered = [(r, y) for row, r, _, y in subset if row.none_text]
-        none = fit_none(np.array([r.max() for r, _ in offered]), np.array([y < 0 for _, y in offered]))
+        # Fitted on every row with its answer in or out of scope, "none" offered or not: the evidence is the same.
+        none = fit_none(np.stack([none_evidence(r, c) for _, r, c, _ in subset]), np.array([y < 0 for *_, y in subset]))
         return a, b, none
 
     correct = defaultdict(list)
@@ -199,7 +441,7 @@ def choice_table(choices, folds: dict[int, dict], store: VectorStore) -> dict:
                 correct["reader in scope"].append(int(np.argmax(r)) == answer)
                 correct["blend in scope"].append(int(np.argmax(p)) == answer)
             if row.none_text:
-                none = float(sigmoid(c * r.max() + d))
+                none = float(sigmoid(np.dot(c, none_evidence(r, cosine)) + d))
                 says_none = none > (1 - none) * p.max()
                 if answer < 0:
                     correct["none recall"].append(says_none)
@@ -210,7 +452,26 @@ def choice_table(choices, folds: dict[int, dict], store: VectorStore) -> dict:
     for name, hits in correct.items():
         print(f"  {name:40} {np.mean(hits):.3f} ({len(hits)} rows)")
     a, b, (c, d) = fit(rows)
-    return {"reader": a, "cosine": b, "none_best": c, "none_offset": d}
+    return {"reader": a, "cosine": b, "none_best": c[0], "none_cosine": c[1], "none_offset": d}
+
+
+def score_levels(reader: np.ndarray, head: float, a: float, b: float) -> np.ndarray:
+    """A score question's distribution: ``softmax(a * reader_i + b * position_i * logit(head))``.
+
+    ``position_i`` runs from -0.5 (the lowest level) to 0.5 (the highest): the head's contrast of the two
+    ends tilts the reader's reading of each level towards the end it favours.
+    """
+    position = np.linspace(-0.5, 0.5, len(reader))
+    z = a * reader + b * position * float(logit(head))
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def fit_score(rows: list[tuple[np.ndarray, float, int]]) -> tuple[float, float]:
+    def loss(params):
+        return -sum(np.log(score_levels(r, h, *params)[answer] + 1e-12) for r, h, answer in rows)
+
+    return tuple(float(v) for v in minimize(loss, x0=[0.7, 1.0], method="Nelder-Mead").x)
 
 
 def score_table(scores, folds: dict[int, dict], store: VectorStore, heads) -> dict:
@@ -221,26 +482,32 @@ def score_table(scores, folds: dict[int, dict], store: VectorStore, heads) -> di
     known = [i for i in range(len(scores)) if i in entries]
     if not known:
         return {}
-    head = sigmoid(head_logits(score_rows_as_yes_no([scores[i] for i in known]), store, heads))
+    head = dict(zip(known, sigmoid(head_logits(score_rows_as_yes_no([scores[i] for i in known]), store, heads))))
+    rows = {i: (np.array(entries[i]["logits"]), head[i], scores[i].answer) for i in known}
     hits = defaultdict(list)
-    for n, i in enumerate(known):
-        row = scores[i]
-        k = fold_of[row.domain]
-        fitted = [(np.array(entries[j]["logits"]), scores[j].answer) for j in known if fold_of[scores[j].domain] != k]
-        temperature = fit_temperature(fitted or [(np.array(entries[i]["logits"]), row.answer)])
-        p = score_distribution(np.array(entries[i]["logits"]), temperature)
-        levels = len(row.levels)
-        # today: a binomial over the levels whose mean is the head's likelihood
-        binomial = np.array([np.math.comb(levels - 1, j) for j in range(levels)]) * head[n] ** np.arange(levels) * (
-            1 - head[n]
-        ) ** (levels - 1 - np.arange(levels))
-        for name, q in (("head (binomial)", binomial), ("reader", p)):
-            hits[f"{name} exact"].append(int(np.argmax(q)) == row.answer)
-            hits[f"{name} within one"].append(abs(int(np.argmax(q)) - row.answer) <= 1)
-    print("\nEveryday score, leave-one-domain-out")
+    for k in sorted({fold_of[scores[i].domain] for i in known}):
+        mine = [i for i in known if fold_of[scores[i].domain] == k]
+        fitted = [rows[i] for i in known if fold_of[scores[i].domain] != k] or [rows[i] for i in mine]
+        a, b = fit_score(fitted)
+        temperature = fit_temperature([(r, answer) for r, _, answer in fitted])
+        for i in mine:
+            r, h, answer = rows[i]
+            levels = len(r)
+            # the previous answer: a binomial over the levels whose mean is the head's likelihood
+            binomial = np.array([math.comb(levels - 1, j) * h**j * (1 - h) ** (levels - 1 - j) for j in range(levels)])
+            for name, q in (
+                ("head (binomial)", binomial),
+                ("reader", score_distribution(r, temperature)),
+                ("reader and head", score_levels(r, h, a, b)),
+            ):
+                hits[f"{name} exact"].append(int(np.argmax(q)) == answer)
+                hits[f"{name} within one"].append(abs(int(np.argmax(q)) - answer) <= 1)
+                hits[f"{name} log loss"].append(-np.log(q[answer] + 1e-12))
+    print("\nEveryday score, leave-one-domain-out (the most likely level)")
     for name, h in hits.items():
         print(f"  {name:30} {np.mean(h):.3f} ({len(h)} rows)")
-    return {"temperature": fit_temperature([(np.array(entries[i]["logits"]), scores[i].answer) for i in known])}
+    a, b = fit_score(list(rows.values()))
+    return {"reader": a, "head": b}
 
 
 # --- the tables -------------------------------------------------------------------------------------------
@@ -251,6 +518,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=HERE.parents[1] / "shared/data/decisions")
     parser.add_argument("--everyday", type=Path, default=everyday.DEFAULT_DATA)
     parser.add_argument("--no-write", action="store_true", help="print the tables; leave assets/blend.json alone")
+    parser.add_argument("--everyday-only", action="store_true", help="leave the 28 sets' rows out (a quick look)")
     args = parser.parse_args()
     folds = load_folds()
     if not folds:
@@ -263,48 +531,17 @@ def main() -> None:
     store.ensure(everyday_strings(yes_no, choices, scores))
     heads = DecisionHead.load_all(find_decision_head())
 
-    # everyday yes/no
-    fold_of = everyday.fold_of([row.domain for row in yes_no])
-    as_rows = [YesNoRow(r.domain, r.kind, r.text, r.question, r.label) for r in yes_no]
-    h = head_logits(as_rows, store, heads)
-    entries = {}
-    for k, record in folds.items():
-        entries.update(_checked(record["yes_no"], yes_no, lambda r: everyday.row_key(r.question, r.text), "yes/no"))
-    known = np.array([i in entries for i in range(len(yes_no))])
-    r = np.array([entries[i]["logit"] if i in entries else np.nan for i in range(len(yes_no))])
-    y = np.array([row.label for row in yes_no])
-    fold = np.array([fold_of[row.domain] for row in yes_no])
-    kind = np.array([row.kind for row in yes_no])
-    domain = np.array([row.domain for row in yes_no])
-    p_blend = np.full(len(yes_no), np.nan)
-    for k in folds:
-        fit = known & (fold != k)
-        test = known & (fold == k)
-        if fit.sum() == 0:  # one fold alone: the reader's own logits, unblended
-            p_blend[test] = sigmoid(r[test])
-            continue
-        a, b, c = fit_yes_no(h[fit], r[fit], y[fit])
-        p_blend[test] = sigmoid(a * h[test] + b * r[test] + c)
-    p_head, p_reader = sigmoid(h), sigmoid(r)
-    print("\nEveryday yes/no, leave-one-domain-out (accuracy / AUROC / ECE at 0.5)")
-    print(f"{'kind':12} {'rows':>5}  {'head':22} {'reader':22} {'blend':22}")
-    for name in (*KINDS, "all"):
-        rows = known & ((kind == name) if name != "all" else True)
-        figures = [train.metrics(p[rows], y[rows]) for p in (p_head, p_reader, p_blend)]
-        shown = ["{accuracy:.3f} / {auroc:.3f} / {ece:.3f}".format(**f) for f in figures]
-        print(f"{name:12} {rows.sum():5d}  {shown[0]:22} {shown[1]:22} {shown[2]:22}")
-    per_domain = {d: train.metrics(p_blend[known & (domain == d)], y[known & (domain == d)]) for d in fold_of if
-                  (known & (domain == d)).any()}
-    print("per domain (blend accuracy):", ", ".join(f"{d} {m['accuracy']:.3f}" for d, m in per_domain.items()))
+    table = yes_no_table(args.data, yes_no, folds, store, heads, corpus=not args.everyday_only)
+    p = table.cross_fitted()
+    report_everyday(table, p)
+    report_corpus(table, p)
 
-    blend = {}
-    a, b, c = fit_yes_no(h[known], r[known], y[known])
-    blend["yes_no"] = {"head": a, "reader": b, "offset": c}
+    blend = {"yes_no": table.fit(np.ones(len(table.y), bool)).to_dict()}
     blend["choice"] = choice_table(choices, folds, store)
     blend["score"] = score_table(scores, folds, store, heads)
-    print(f"\nshipped yes/no blend: {a:.3f} * head + {b:.3f} * reader + {c:.3f}")
+    print(f"\nshipped yes/no blend: {json.dumps(blend['yes_no'])[:300]}")
     print(f"shipped choice blend: {json.dumps(blend['choice'])}; score: {json.dumps(blend['score'])}")
-    if not args.no_write:
+    if not args.no_write and not args.everyday_only:
         path = ASSETS / "blend.json"
         path.write_text(json.dumps(blend, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {path} (sha256 {hashlib.sha256(path.read_bytes()).hexdigest()})")
