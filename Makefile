@@ -10,7 +10,7 @@ DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
 EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray
 
-.PHONY: install demo test bench bench-labels bench-decisions train-model bench-serve bench-replicas bench-batch check-data clean
+.PHONY: install demo test bench bench-labels bench-decisions train-model train-reader bench-serve bench-replicas bench-batch check-data clean
 
 install: $(VENV)/.installed
 
@@ -51,14 +51,27 @@ bench-labels: install
 	for n in 8 16 64 256; do $(LABELS) $(DECISIONS)/sst2-train.jsonl -m local --type noul --examples $$n \
 		--question "Is this movie review positive?" --true "a positive movie review" --false "a negative movie review"; done
 
-# The decision head (training/): trained on every development set, judged leave-one-domain-out.
-# train-model writes src/decirank/backends/local/assets/decision_head.npz (record its sha256 in _assets.py);
-# bench-decisions prints the same leave-one-domain-out tables and writes nothing.
+# The decision head and the reader (training/): trained on every development set, judged leave-one-domain-out.
+# train-model writes src/decirank/backends/local/assets/decision_head.npz and blend.json (record their sha256 in
+# _assets.py); bench-decisions prints the 28 sets' table and the everyday table from the committed held-out
+# predictions (training/heldout/) and writes nothing.
+EVERYDAY ?= ../shared/data/everyday
 train-model: install
 	$(BIN)/python training/train.py --data $(DECISIONS)
+	$(BIN)/python training/stack.py --data $(DECISIONS) --everyday $(EVERYDAY)
 
 bench-decisions: install
 	$(BIN)/python training/train.py --data $(DECISIONS) --no-write
+	$(BIN)/python training/stack.py --data $(DECISIONS) --everyday $(EVERYDAY) --no-write
+
+# The reader (a MiniLM cross-encoder) needs torch, which only this target installs. FOLD=0, 1 or 2 trains
+# without that fold's domains and writes training/heldout/fold-FOLD.json (about 30 minutes a fold on one core
+# of these machines: run two folds at once); FOLD=final writes assets/reader.npz; FOLD=every does all of it
+# in turn, the accelerator's command (minutes on one GPU).
+FOLD ?= every
+train-reader: install
+	$(BIN)/python -m pip install -q -e '.[train]'
+	$(BIN)/python training/cross_encoder.py --data $(DECISIONS) --everyday $(EVERYDAY) --fold $(FOLD)
 
 # decirank serve's /v1/rerank with the default model, new text in every request: requests per second and
 # p50/p95 with --workers 1 --threads 1, --workers 2 --threads 1 and the default, start-to-ready, memory per

@@ -106,7 +106,7 @@ def test_the_wheel_carries_the_model_files(wheel):
         for name, digest in _assets.SHA256.items():
             assert hashlib.sha256(archive.read(ASSETS + name)).hexdigest() == digest, name
     assert {ASSETS + "LICENSE", ASSETS + "NOTICE.md"} <= names
-    assert wheel.stat().st_size < 25_000_000, "the wheel should carry the small model, nothing more"
+    assert wheel.stat().st_size < 40_000_000, "the wheel should carry the small models, nothing more"
 
 
 @pytest.mark.install

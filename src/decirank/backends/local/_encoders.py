@@ -26,7 +26,8 @@ import safetensors.numpy
 from ._assets import Assets
 from ._onnx import Graph, read_initializers
 
-__all__ = ["DenseEncoder", "SparseEncoder"]
+__all__ = ["DenseEncoder", "SparseEncoder", "word_embedding"]
+
 
 def _session(model: bytes) -> ort.InferenceSession:
     options = ort.SessionOptions()
@@ -84,6 +85,19 @@ class _BertGraph:
         x = self.norm(dense(context, "o"), w[f"{p}norm1.g"], w[f"{p}norm1.b"], skip=x)
         inner = g.node("Gelu", [dense(x, "i")], domain="com.microsoft")
         return self.norm(dense(inner, "out"), w[f"{p}norm2.g"], w[f"{p}norm2.b"], skip=x)
+
+
+def word_embedding(g: Graph, minilm: dict[str, np.ndarray], ids: str) -> str:
+    """The packaged MiniLM's word embeddings of ``ids``: kept int8 (one scale per row), widened only for the
+    tokens used."""
+    table = "inner.embeddings.word_embeddings."
+    return g.node(
+        "Mul",
+        [
+            g.node("Cast", [g.node("Gather", [g.constant(minilm[table + "weight_q"]), ids])], to=1),
+            g.node("Gather", [g.constant(minilm[table + "weight_scale"]), ids]),
+        ],
+    )
 
 
 class _Encoder:
@@ -176,14 +190,7 @@ class DenseEncoder(_Encoder):
         g = bert.graph
         emb = "inner.embeddings."
         ids = g.input("input_ids", np.int64, [1, "length"])
-        # Word embeddings stay int8 (one scale per row) and are widened only for the tokens used.
-        word = g.node(
-            "Mul",
-            [
-                g.node("Cast", [g.node("Gather", [g.constant(src[emb + "word_embeddings.weight_q"]), ids])], to=1),
-                g.node("Gather", [g.constant(src[emb + "word_embeddings.weight_scale"]), ids]),
-            ],
-        )
+        word = word_embedding(g, src, ids)
         positions = (
             src[emb + "position_embeddings.weight_q"].astype(np.float32) * src[emb + "position_embeddings.weight_scale"]
         )

@@ -60,7 +60,16 @@ from ...errors import InvalidInputError, MissingAssetError
 from ...types.answers import Answer, ChoiceAnswer, LikelihoodAnswer, Note, ScoreAnswer
 from ...types.questions import ChoiceQuestion, LikelihoodQuestion, Question, ScoreQuestion
 from ..base import binomial_levels, render_state
-from ._assets import MINILM_FIX, REINSTALL_FIX, SPLADE_FIX, SPLADE_WHAT, find_assets, find_decision_head
+from ._assets import (
+    MINILM_FIX,
+    REINSTALL_FIX,
+    SPLADE_FIX,
+    SPLADE_WHAT,
+    find_assets,
+    find_blend,
+    find_decision_head,
+    find_reader,
+)
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
 from ._fewshot import ChoiceHead, LikelihoodHead, head_key, heads
@@ -74,6 +83,9 @@ from ._head import (
     yes_no_features,
 )
 from ._language import looks_non_english
+from ._onnx import read_initializers
+from ._reader import READ_OPTIONS, Blend, Reader, option_asked, pair_ids
+from ._reader import asked as reader_asks
 from ._text import BACKGROUND_TOPICS, is_none_option, refers_to_state, split_frame, split_question
 
 __all__ = ["VARIANTS", "LocalModel", "Variant"]
@@ -127,6 +139,8 @@ class _Runtime:
         self._dense: DenseEncoder | None = None
         self._sparse: SparseEncoder | None = None
         self._heads: dict[str, DecisionHead] | None = None
+        self._reader: Reader | None = None
+        self._blend: Blend | None = None
         self.cache = VectorCache(CACHE_BYTES)
 
     def _load(self, attribute: str, make):
@@ -164,6 +178,51 @@ class _Runtime:
         except (OSError, ValueError, KeyError) as error:
             raise MissingAssetError(f"a readable copy of the decision head ({path}: {error})", REINSTALL_FIX) from error
 
+    def _make_reader(self) -> Reader:
+        path = find_reader()
+        try:
+            with np.load(path) as archive:
+                weights = {name: archive[name] for name in archive.files}
+            return Reader(weights, read_initializers(str(find_assets().minilm_onnx)), self.pool, MAX_TOKENS)
+        except (OSError, ValueError, KeyError, IndexError) as error:
+            raise MissingAssetError(f"a readable copy of the reader ({path}: {error})", REINSTALL_FIX) from error
+
+    @staticmethod
+    def _make_blend() -> Blend:
+        path = find_blend()
+        try:
+            return Blend.load(path)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise MissingAssetError(
+                f"a readable copy of the reader's blend ({path}: {error})", REINSTALL_FIX
+            ) from error
+
+    @property
+    def reader(self) -> Reader:
+        """The cross-encoder that reads a question with its text (``_reader``)."""
+        return self._reader or self._load("_reader", self._make_reader)
+
+    @property
+    def blend(self) -> Blend:
+        """How the reader's logits are combined with the head's and the bi-encoder's (``training/stack.py``)."""
+        return self._blend or self._load("_blend", self._make_blend)
+
+    def reader_logits(self, pairs: Sequence[tuple[str, str]], cancelled) -> tuple[np.ndarray, int]:
+        """The reader's logit of "yes" for each (question, text); remembered. Also the tokens computed."""
+        keys = [text_key("reader", f"{question}\x1f{text}") for question, text in pairs]
+        found = [self.cache.get(key) for key in keys]
+        missing = [i for i, value in enumerate(found) if value is None]
+        computed = 0
+        if missing:
+            questions = self.token_ids([pairs[i][0] for i in missing])
+            texts = self.token_ids([pairs[i][1] for i in missing])
+            ids = [pair_ids(q, t, MAX_TOKENS) for q, t in zip(questions, texts, strict=True)]
+            computed = sum(map(len, ids))
+            for i, value in zip(missing, self.reader.logits(ids, cancelled), strict=True):
+                found[i] = np.array([value])
+                self.cache.put(keys[i], found[i])
+        return np.array([float(value[0]) for value in found]), computed
+
     @property
     def heads(self) -> dict[str, DecisionHead]:
         """The decision heads, by kind of question (``_head.question_kind``)."""
@@ -194,6 +253,8 @@ class _Runtime:
             self._load("_sparse", self._make_sparse)
         if dense:
             self._load("_heads", self._make_heads)
+            self._load("_reader", self._make_reader)
+            self._load("_blend", self._make_blend)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """The first window's tokens of each text."""
@@ -377,6 +438,8 @@ class _Plan:
     example_texts: list[str] = field(default_factory=list)
     #: how a yes/no question (or an items choice) is read: its topic, contrasts and negation
     reading: YesNoReading | None = None
+    #: what the reader is asked of each subject: the plain yes/no question (none: the head answers alone)
+    read: list[str] = field(default_factory=list)
 
 
 def _reading_texts(reading: YesNoReading) -> list[str]:
@@ -421,14 +484,25 @@ class LocalModel:
             return _Plan(PASSAGE, [state_text], [text], example_texts=examples)
         if isinstance(question, ScoreQuestion) and not asks_yes_or_no(asked):
             # "How urgent is this ticket?": the ends of the scale are its two sides, "critical" against "not urgent".
+            # (The reader judging each level was measured and is not used: training/README.md.)
             reading = read_yes_no(asked, question.levels[-1], question.levels[0])
-        elif isinstance(question, ScoreQuestion):
+            return _Plan(YES_NO, _reading_texts(reading), [text], reading=reading)
+        if isinstance(question, ScoreQuestion):
             # The levels of a yes/no question are degrees of its yes ("not at all" … "fully"), which say nothing
             # of the text on their own: its likelihood, spread over them.
             reading = read_yes_no(asked)
+            read = [reader_asks(reading.question)]
         else:
             reading = read_yes_no(asked, question.true, question.false)
-        return _Plan(YES_NO, _reading_texts(reading), [text], example_texts=examples, reading=reading)
+            # The reader reads the plain form too: a negated question is its answer turned round (the caller's
+            # "true" then describes a no to the plain question).
+            true, false = (question.false, question.true) if reading.negated else (question.true, question.false)
+            read = [reader_asks(reading.question, true, false)]
+        if examples:
+            # Examples teach a head on the decision head's own answer (_fewshot), as measured; the reader's
+            # confident zero-shot answer would outweigh what a few examples say.
+            read = []
+        return _Plan(YES_NO, _reading_texts(reading), [text], example_texts=examples, reading=reading, read=read)
 
     def _plan_choice(self, state_text: str, question: ChoiceQuestion, examples: list[str]) -> _Plan:
         keys, descriptions, none_key = [], [], None
@@ -498,6 +572,14 @@ class LocalModel:
                 vectors.sparse_windows = dict(zip(windowed, windows, strict=True))
                 n += n_windows
             computed = max(computed, n)
+        if self.variant.dense:
+            read = self._reader_pairs(questions, plans, vectors)
+            logits, n = _runtime.reader_logits(read, cancelled)
+            vectors.read = dict(zip(read, logits.tolist(), strict=True))
+            # The reader reads each question and text again, together: those tokens count too.
+            read_tokens = sum(len(pair) for pair in self._reader_token_pairs(read))
+            total_tokens += read_tokens
+            computed += n
         notes = {qid: _notes(plan, readings, set(windowed)) for qid, plan in plans.items()}
 
         answers: dict[str, Answer] = {}
@@ -515,6 +597,31 @@ class LocalModel:
                 answers[qid] = _likelihood_answer(questions[qid], float(self._passage_likelihood(similarity)))
         noted = {qid: found for qid, found in notes.items() if found}
         return {qid: answers[qid] for qid in questions}, total_tokens, max(0, total_tokens - computed), noted
+
+    @staticmethod
+    def _read_options(plan: _Plan, vectors: _Vectors) -> np.ndarray:
+        """Which options of a labels choice the reader reads: the bi-encoder's best READ_OPTIONS."""
+        similarity = vectors.cosines(plan.queries[0], plan.subjects)
+        return np.argsort(-similarity, kind="stable")[:READ_OPTIONS]
+
+    def _reader_pairs(
+        self, questions: dict[str, Question], plans: dict[str, _Plan], vectors: _Vectors
+    ) -> list[tuple[str, str]]:
+        """Every (question, text) the reader reads for this call, each once."""
+        pairs: list[tuple[str, str]] = []
+        for qid, plan in plans.items():
+            if plan.shape == YES_NO:
+                pairs += [(q, text) for q in plan.read for text in (*plan.subjects, *plan.example_texts)]
+            elif plan.shape == LABELS:
+                instructions = questions[qid].instructions
+                for k in self._read_options(plan, vectors):
+                    pairs.append((option_asked(instructions, plan.keys[k], plan.subjects[k]), plan.queries[0]))
+        return list(dict.fromkeys(pairs))
+
+    @staticmethod
+    def _reader_token_pairs(pairs: list[tuple[str, str]]) -> list[list[int]]:
+        ids = _runtime.token_ids([text for pair in pairs for text in pair])
+        return [pair_ids(ids[2 * i], ids[2 * i + 1], MAX_TOKENS) for i in range(len(pairs))]
 
     def _fused(self, vectors: _Vectors, query: str, subjects: list[str]) -> np.ndarray:
         """The passage similarity: MiniLM cosine and SPLADE dot product, weighted by the variant.
@@ -560,6 +667,13 @@ class LocalModel:
             logits = self.variant.slope * self._fused(vectors, plan.queries[0], subjects) + self.variant.offset
         else:
             logits = self._head_logits(plan.reading, vectors, subjects)
+            if plan.shape == YES_NO and plan.read and vectors.read:
+                # The head sees what the text is about, the reader what the question asks of it: a blend
+                # fitted on both models' answers to domains neither was trained on.
+                read = np.array([vectors.read[(plan.read[0], text)] for text in subjects])
+                question = vectors.of([plan.reading.question])[0]
+                turn = -1.0 if plan.reading.negated else 1.0  # the head's logit of the plain question, turned back
+                logits = turn * _runtime.blend.yes_no(question, turn * logits, read)
         return np.asarray(logits, dtype=np.float64)
 
     @staticmethod
@@ -601,6 +715,8 @@ class LocalModel:
             likelihoods = _sigmoid(self._zero_shot_logits(plan, vectors))
             distribution = likelihoods / likelihoods.sum()
             none = 1.0 - float(likelihoods.max())
+        elif vectors.read:
+            return self._read_choice(question, plan, vectors)
         else:
             similarity = vectors.cosines(plan.queries[0], plan.subjects)
             if plan.reading is not None:  # the one option's yes/no likelihood (_plan_choice)
@@ -612,6 +728,32 @@ class LocalModel:
             if plan.example_texts:
                 return self._few_shot_choice(question, plan, vectors, none)
             distribution = _softmax(MAPS.label_sharpness * similarity)
+        probabilities = dict(zip(plan.keys, (float(p) for p in distribution), strict=True))
+        return _with_none(probabilities, plan.none_key, none)
+
+    def _read_choice(self, question: ChoiceQuestion, plan: _Plan, vectors: _Vectors) -> dict[str, float]:
+        """A choice among labels: the bi-encoder's best options, each read by the reader as a yes/no question.
+
+        The options read share the bi-encoder's mass for them by a softmax of the reader's logits and their
+        similarity; the others keep the bi-encoder's share. "None of these" is whether even the best option
+        read is a no, one threshold for every domain (``Blend``).
+        """
+        blend = _runtime.blend
+        similarity = vectors.cosines(plan.queries[0], plan.subjects)
+        distribution = _softmax(MAPS.label_sharpness * similarity)
+        top = self._read_options(plan, vectors)
+        read = np.array(
+            [
+                vectors.read[(option_asked(question.instructions, plan.keys[k], plan.subjects[k]), plan.queries[0])]
+                for k in top
+            ]
+        )
+        mixed = _softmax(blend.choice_reader * read + blend.choice_cosine * MAPS.label_sharpness * similarity[top])
+        distribution[top] = distribution[top].sum() * mixed
+        evidence = blend.none_best * read.max() + blend.none_cosine * MAPS.label_sharpness * similarity.max()
+        none = float(_sigmoid(evidence + blend.none_offset))
+        if plan.example_texts:
+            return self._few_shot_choice(question, plan, vectors, none)
         probabilities = dict(zip(plan.keys, (float(p) for p in distribution), strict=True))
         return _with_none(probabilities, plan.none_key, none)
 
@@ -642,6 +784,8 @@ class _Vectors:
         self.sparse: dict[str, np.ndarray] = {}
         self.dense_windows: dict[str, np.ndarray] = {}
         self.sparse_windows: dict[str, list[np.ndarray]] = {}
+        #: the reader's logit of each (question, text) of the call
+        self.read: dict[tuple[str, str], float] = {}
 
     def window_count(self, text: str) -> int:
         windows = self.dense_windows.get(text)

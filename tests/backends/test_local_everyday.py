@@ -1,0 +1,104 @@
+"""The everyday questions a newcomer asks first, answered by the embedded model as a person would.
+
+Each case is one a user tried and got a coin toss for while the embedded model
+answered by similarity alone; the reader (``_reader``) now reads the question
+with the text. Real weights, no fakes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+import pytest
+
+import decirank
+from decirank.backends import create_backend
+from decirank.backends.local._assets import SHA256, find_blend, find_reader
+from decirank.backends.local._reader import asked as reader_asks
+from decirank.backends.local._reader import level_asked, option_asked, pair_ids
+from decirank.types.answers import check_response
+from decirank.types.questions import DecisionRequest, LikelihoodQuestion
+
+TEAMS = {"billing": "payments, refunds, invoices", "tech": "the app, logins, bugs"}
+
+
+def decide(state, **questions):
+    request = DecisionRequest(state=state, questions=questions)
+    response = asyncio.run(create_backend("local").decide(request))
+    check_response(request, response)
+    return response.answers
+
+
+def test_the_reader_and_its_blend_ship_with_their_recorded_hashes():
+    assert hashlib.sha256(find_reader().read_bytes()).hexdigest() == SHA256["reader.npz"]
+    assert hashlib.sha256(find_blend().read_bytes()).hexdigest() == SHA256["blend.json"]
+
+
+def test_a_tracking_number_is_not_billing_and_a_charge_for_a_subscription_is():
+    result = decirank.filter(
+        ["The tracking number does not work.", "I was charged twice for my subscription"], "Is this about billing?"
+    )
+    assert [decision.kept for decision in result.decisions] == [False, True]
+
+
+def test_a_question_no_team_handles_goes_to_none():
+    weather = decirank.classify(
+        ["What's the weather in Paris?"], "Which team?", ["billing", "shipping"], none="anything else"
+    ).decisions[0]
+    assert weather.choice == "anything else"
+    described = decirank.classify(
+        ["I was charged twice for my subscription", "What time is it in Tokyo?"],
+        "Which team should handle this?",
+        TEAMS,
+        none="none of these",
+    ).decisions
+    assert [decision.choice for decision in described] == ["billing", "none of these"]
+    assert described[0].probability > 0.5
+
+
+def test_a_reported_problem_scores_above_thanks():
+    problem, thanks = decirank.score(
+        ["My card was charged twice this month.", "Thanks, everything works great!"],
+        "Is the customer reporting a problem?",
+    ).probabilities
+    assert problem > 0.5 > thanks
+
+
+@pytest.mark.parametrize(
+    ("text", "question", "expected"),
+    [
+        ("Please cancel my membership from next month.", "Does the member want to cancel?", True),
+        ("Please cancel my membership from next month.", "Does the member not want to cancel?", False),
+        ("Thanks so much, the engineer was brilliant and fixed it in ten minutes.", "Is the customer angry?", False),
+        (
+            "This is the third time I've called and NOBODY has fixed my boiler. Unacceptable.",
+            "Is the customer angry?",
+            True,
+        ),
+        ("Can I get a refund for the broken kettle?", "Is the customer asking for a refund?", True),
+        ("Can I get a refund for the broken kettle?", "Is the customer asking for a callback?", False),
+    ],
+)
+def test_requests_moods_and_their_negations(text, question, expected):
+    assert (decide(text, q=LikelihoodQuestion(question))["q"].probability > 0.5) is expected
+
+
+def test_the_reader_reads_a_question_and_a_text_as_one_pair_and_cuts_only_the_text():
+    question, text = [101, 7, 8, 102], [101, 1, 2, 3, 4, 5, 102]
+    assert pair_ids(question, text, 64) == [101, 7, 8, 102, 1, 2, 3, 4, 5, 102]
+    assert pair_ids(question, text, 8) == [101, 7, 8, 102, 1, 2, 3, 102]
+
+
+def test_options_and_levels_are_asked_as_yes_no_questions_of_their_own():
+    assert option_asked("Which team?", "tech_support", "the app, logins") == "Which team? tech support: the app, logins"
+    assert option_asked("Which team?", "billing", "billing") == "Which team? billing"
+    assert level_asked("How urgent is this?", "high") == "How urgent is this? high"
+    assert reader_asks("Is it good?", "good", None) == "Is it good? (yes: good; no: -)"
+
+
+def test_a_negated_everyday_question_gets_about_one_minus_the_plain_answer():
+    text = "Hi, could you send me a copy of my last three invoices? Thanks, Daniel"
+    plain = decide(text, q=LikelihoodQuestion("Is the customer upset?"))["q"].probability
+    negated = decide(text, q=LikelihoodQuestion("Is the customer not upset?"))["q"].probability
+    assert plain < 0.5 < negated
