@@ -38,6 +38,9 @@ def mcp(
 
     builtin__rank, builtin__rerank, builtin__filter and builtin__score_list, with their schemas.
     """
+    from ..tools._evaluators.exec import adopt_orphans
+
+    adopt_orphans()  # the MCP server starts no children but its commands': their orphans are its to end
     if transport is McpTransport.http:
         # stdout stays quiet on stdio, where it carries the protocol; over http the address helps.
         error_console.print(f"decirank MCP server at http://{host}:{port}{HTTP_PATH}")

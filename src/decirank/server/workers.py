@@ -45,6 +45,7 @@ from uvicorn.supervisors import Multiprocess
 
 from .._serving import KEEP_ALIVE_SECONDS, GuardedHTTPProtocol, Server, stop_commands_on_shutdown
 from ..batching.engines import usable_cores
+from ..tools._evaluators.exec import adopt_orphans
 
 __all__ = ["OPTIONS_VARIABLE", "PortInUseError", "ServeOptions", "listen", "serve", "worker_app"]
 
@@ -140,6 +141,7 @@ def worker_app() -> Any:
 
     options = ServeOptions(**json.loads(os.environ[OPTIONS_VARIABLE]))
     stop_commands_on_shutdown()  # as the single worker's Server does
+    adopt_orphans()  # a worker starts no children but its commands'
     slot = _claim_slot(options) if options.run_directory is not None else 0
     _pin(options, slot)
     return create_app(options.model, **options.app_settings())
@@ -220,6 +222,7 @@ def serve(options: ServeOptions, sock: socket.socket | None = None) -> None:
             timeout_keep_alive=KEEP_ALIVE_SECONDS,
         )
         if options.workers == 1:
+            adopt_orphans()  # this process serves, and starts no children but its commands'
             server = Server(config)  # stops running exec: commands as soon as it starts to shut down
             server.run(sockets=[sock])
             if not server.started:
