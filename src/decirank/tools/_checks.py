@@ -22,6 +22,7 @@ __all__ = [
     "check_encodable",
     "check_instructions",
     "check_items",
+    "check_no_blank",
     "check_optional_text",
     "check_probability_threshold",
     "check_state",
@@ -51,6 +52,19 @@ def check_items(items: Any, field: str = "items") -> list[Any]:
     if isinstance(items, str | bytes) or not isinstance(items, Sequence):
         raise InvalidInputError(field, "a list", got=items)
     return check_encodable(list(items), field)
+
+
+def check_no_blank(texts: Sequence[str], field: str) -> Sequence[str]:
+    """``texts`` as they are, once sure none is blank; the error names the first blank one (``texts.3``).
+
+    A blank text gives a model nothing to judge: some models refuse it and
+    others answer it, and a probability for nothing would be an invented one.
+    So every tool refuses it here, before any model is asked, on every model.
+    """
+    for index, text in enumerate(texts):
+        if not text.strip():
+            raise InvalidInputError(f"{field}.{index}", "a text that is not blank", got=text)
+    return texts
 
 
 def check_instructions(value: Any, field: str = "instructions") -> str:
