@@ -131,6 +131,16 @@ def test_without_the_key_a_bad_body_is_a_401_not_a_422(url):
     assert httpx.post(f"{url}/v1/no-such-route", content=b"{").status_code == 401
 
 
+@pytest.mark.parametrize(("method", "path"), [("DELETE", "/v1/rank"), ("PUT", "/v1/runs"), ("GET", "/v1/score_list")])
+def test_an_undeclared_method_is_a_405_with_or_without_the_key(url, method, path):
+    """A method the route does not declare is a 405 naming the allowed ones, key or not; an unknown path, 401."""
+    for headers in ({}, AUTH):
+        response = httpx.request(method, f"{url}{path}", headers=headers)
+        assert response.status_code == 405, (headers, response.text)
+        assert response.headers["allow"]
+    assert httpx.delete(f"{url}/v1/no-such-route").status_code == 401
+
+
 def test_the_401_comes_before_the_body_is_sent(url):
     """A request that declares a body and sends none is refused at once without the key, not waited for."""
     head = b"POST /v1/rank HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n"
