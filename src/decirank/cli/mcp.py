@@ -33,6 +33,14 @@ def mcp(
         bool,
         typer.Option("--allow-exec", help="Let score_list run exec: evaluators, i.e. shell commands of the caller's."),
     ] = False,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar="DECIRANK_MCP_API_KEY",
+            help="Over http, require Authorization: Bearer KEY on every request (as decirank serve --api-key).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the tools to agents over MCP.
 
@@ -44,4 +52,4 @@ def mcp(
     if transport is McpTransport.http:
         # stdout stays quiet on stdio, where it carries the protocol; over http the address helps.
         error_console.print(f"decirank MCP server at http://{host}:{port}{HTTP_PATH}")
-    serve(transport.value, host=host, port=port, allow_exec=allow_exec)
+    serve(transport.value, host=host, port=port, allow_exec=allow_exec, api_key=api_key)
