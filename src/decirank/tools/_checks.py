@@ -82,8 +82,14 @@ def check_optional_text(value: Any, field: str) -> str | None:
 
 
 def check_count(value: Any, field: str, *, lowest: int = 1, highest: int | None = None) -> int:
-    """An integer of at least ``lowest`` (and at most ``highest``); ``True`` is not a count."""
+    """An integer of at least ``lowest`` (and at most ``highest``); ``True`` is not a count.
+
+    A float with no fractional part (``2.0``) is the integer it is: JSON
+    Schema's ``integer``, which the tools' schemas declare, includes it.
+    """
     expected = f"an integer of at least {lowest}" if highest is None else f"an integer from {lowest} to {highest}"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
         raise InvalidInputError(field, expected, got=value)
     if highest is not None and value > highest:
