@@ -274,6 +274,13 @@ PROBES: list[tuple[str, str, dict, int]] = [
     ("GET", "/v1/runs/{run_id}", {"path": "/v1/runs/%00"}, 0),
     ("GET", "/v1/runlog/runs", {"params": {"status": "nope"}}, 0),
     ("GET", "/v1/runlog/series", {"params": {"buckets": "0"}}, 0),
+    ("GET", "/v1/runs/{run_id}", {"path": "/v1/runs/" + "x" * 50_000}, 0),
+    ("GET", "/v1/runs", {"params": {"status": ""}}, 0),
+    ("GET", "/v1/runs", {"headers": {"origin": "http://evil.example"}}, 0),
+    ("GET", "/healthz", {"headers": {"host": "evil.example"}}, 0),
+    ("POST", "/v1/score_list", {"content": '{"refs": ["r/a"], "evaluator": "validate:json"}', "headers": {}}, 0),
+    ("POST", "/v1/score", {"json": {"texts": ["a", " "], "question": "q"}}, 0),
+    ("POST", "/v1/rank", {"json": {**RANK, "top_k": 0}}, 0),
 ]
 
 
