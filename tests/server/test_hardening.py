@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
 
 import httpx
 import pytest
@@ -13,7 +11,7 @@ import pytest
 from decirank._jsonpath import MAX_NESTING
 from decirank.server import create_app
 from decirank.stores.runlog import current_runlog
-from tests.loopback import HOST, ThreadedServer
+from tests.loopback import ThreadedServer
 
 KEY = "hardening-key"
 AUTH = {"authorization": f"Bearer {KEY}"}
