@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 import decirank
+from decirank.plans import InvalidPlanError, load_plan
 from tests.cli._run import decirank as decirank_cli
 from tests.plans.documented_step import RANK_STEP
 
@@ -141,3 +143,58 @@ def test_a_broken_input_file_is_one_line_naming_it(tmp_path):
         done = decirank_cli("plan", "run", str(plan), "--input", str(tmp_path / name))
         assert done.returncode == 2, name
         assert done.stderr.startswith("error: --input: expected ") and len(done.stderr.strip().splitlines()) == 1
+
+
+def alias_bomb(width: int = 10, depth: int = 9) -> str:
+    """About a kilobyte of YAML whose aliases, 10 wide and 9 deep, stand for a billion values."""
+    lines = ["a0: &a0 [x]"]
+    for level in range(1, depth + 1):
+        lines.append(f"a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_plan_is_refused_within_a_second_as_the_python_api_refuses_it(tmp_path):
+    """``plan run`` on a 1 KB plan of nested aliases: exit 2 at once, with load_plan's own message."""
+    plan = tmp_path / "bomb.yaml"
+    plan.write_text("steps: " + "\n" + "\n".join("  " + line for line in alias_bomb().splitlines()))
+    assert len(plan.read_bytes()) < 1500
+    with pytest.raises(InvalidPlanError) as raised:
+        load_plan(plan)
+    started = time.monotonic()
+    done = decirank_cli("plan", "run", str(plan), timeout=60)
+    took = time.monotonic() - started
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == f"error: {raised.value}"
+    assert took < 10  # the interpreter's start included
+    from decirank.cli import main
+
+    started = time.monotonic()
+    assert main(["plan", "run", str(plan)]) == 2
+    assert time.monotonic() - started < 1.0  # the refusal itself, in this process
+
+
+def test_an_alias_bomb_as_input_yaml_is_refused_naming_input(tmp_path):
+    """``--input bomb.yaml`` is refused at once naming --input and the limit, not read into gigabytes."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "- id: E1\n  tool_name: builtin__rank\n  input:\n    items: '{{input.items}}'\n"
+        "    instructions: q\n    state: null\n    model: lexical\n"
+    )
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(alias_bomb())
+    done = decirank_cli("plan", "run", str(plan), "--input", str(bomb), timeout=60)
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert line.startswith("error: --input: expected YAML") and "at most 100000 values with its aliases" in line, line
+
+
+def test_yaml_input_too_deep_or_with_a_huge_integer_is_one_line(tmp_path):
+    """Nesting past the limit and a 5000-digit integer in --input YAML: exit 2 and one line naming --input."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("- id: E1\n  tool_name: builtin__rank\n  input: {items: [a], instructions: q, state: null}\n")
+    for name, text in (("deep.yaml", "[" * 5000 + "]" * 5000), ("big.yaml", "n: " + "9" * 5000)):
+        source = tmp_path / name
+        source.write_text(text)
+        done = decirank_cli("plan", "run", str(plan), "--input", str(source), timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().startswith("error: --input:") and len(done.stderr.strip().splitlines()) == 1

@@ -304,3 +304,24 @@ def test_nan_and_deep_arguments_are_refused_as_over_http():
     assert infinite_state.is_error and "state.limit: expected a finite number" in infinite_state.content[0].text
     assert too_deep.is_error and "at most 64 levels of nesting" in too_deep.content[0].text
     assert not fine.is_error
+
+
+def test_streamable_http_with_an_api_key_refuses_requests_without_it():
+    """``decirank mcp -t http --api-key K``: no key or a wrong one is a 401; with it the server answers."""
+    import httpx
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "decirank", "mcp", "--transport", "http", "--port", str(port), "--api-key", "k1"]
+    initialize = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }  # fmt: skip
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    with subprocess_server(command, url, ready_path="/mcp"):
+        missing = httpx.post(f"{url}/mcp", json=initialize, headers=headers)
+        wrong = httpx.post(f"{url}/mcp", json=initialize, headers={**headers, "authorization": "Bearer k2"})
+        right = httpx.post(f"{url}/mcp", json=initialize, headers={**headers, "authorization": "Bearer k1"})
+    assert (missing.status_code, wrong.status_code) == (401, 401)
+    assert missing.headers["www-authenticate"] == "Bearer"
+    assert right.status_code == 200, right.text

@@ -15,6 +15,8 @@ from decirank.server.metrics import CONTENT_TYPE
 from tests.loopback import ThreadedServer, free_port
 from tests.server.serving import serving, wait_ready
 
+#: TestClient calls itself "testserver", a Host a loopback server refuses.
+LOOPBACK = "http://127.0.0.1"
 RERANK = {"query": "fleas on pets", "documents": ["cats get fleas", "bread baking", "flea treatment for dogs"]}
 
 
@@ -31,10 +33,10 @@ def _values(text: str, name: str) -> dict[tuple, float]:
 def test_readyz_is_503_until_start_up_has_loaded_the_models():
     """Before the application's start-up has run /readyz is 503 saying the model is not loaded; after, 200."""
     application = create_app("local")
-    before = TestClient(application).get("/readyz")  # no start-up: the lifespan has not run
+    before = TestClient(application, base_url=LOOPBACK).get("/readyz")  # no start-up: the lifespan has not run
     assert before.status_code == 503
     assert before.json()["model_loaded"] is False and before.json()["status"] == "not ready"
-    with TestClient(application) as client:
+    with TestClient(application, base_url=LOOPBACK) as client:
         after = client.get("/readyz")
     assert after.status_code == 200
     assert after.json() == {**after.json(), "status": "ready", "model_loaded": True, "runlog": "writable"}
@@ -96,7 +98,7 @@ def test_metrics_want_the_api_key_unless_made_public(public, expected):
 
 def test_the_api_schema_lists_the_probes_and_metrics():
     """/openapi.json documents /readyz (200 and 503) and /metrics (the Prometheus text)."""
-    schema = TestClient(create_app("lexical")).get("/openapi.json").json()
+    schema = TestClient(create_app("lexical"), base_url=LOOPBACK).get("/openapi.json").json()
     assert set(schema["paths"]["/readyz"]["get"]["responses"]) >= {"200", "503"}
     assert list(schema["paths"]["/metrics"]["get"]["responses"]["200"]["content"]) == [CONTENT_TYPE]
 

@@ -165,11 +165,13 @@ def test_an_integer_longer_than_python_converts_is_a_422_not_a_500(client):
 
 def test_the_openapi_document_lists_every_status_a_route_answers_with(client):
     """Each route documents its error statuses: 401 with a key, 413, 422, 502, 503, 504, and 404 for a run;
-    every route the guards' 400 (framing), 408 (a slow body) and 413 (a large one)."""
+    every route the guards' 400 (framing), 408 (a slow body), 413 (a large one), 421 and 403 (a foreign Host or
+    Origin on loopback), and every route with a body 415 (not declared JSON)."""
     paths = client.get("/openapi.json").json()["paths"]
-    guards = {"400", "408", "413"}
+    guards = {"400", "408", "413", "421", "403"}
     for path in ("/v1/rank", "/v1/rerank", "/v1/filter", "/v1/score_list", "/v1/systemone", "/v1/decisions"):
-        assert set(paths[path]["post"]["responses"]) == {"200", "401", "422", "502", "503", "504"} | guards, path
+        expected = {"200", "401", "415", "422", "502", "503", "504"} | guards
+        assert set(paths[path]["post"]["responses"]) == expected, path
     assert set(paths["/v1/runs"]["get"]["responses"]) == {"200", "401", "422"} | guards
     assert set(paths["/v1/runs/{run_id}"]["get"]["responses"]) == {"200", "401", "404", "422"} | guards
     assert client.get("/v1/runs/no-such-run").status_code == 404

@@ -163,3 +163,57 @@ def test_a_server_told_to_stop_ends_a_running_exec_at_once(tmp_path):
     response = outcome.get("response")
     assert isinstance(response, httpx.Response) and response.status_code == 200, outcome
     assert response.json()["ranked"][0]["verdict"] == "UNKNOWN"
+
+
+# -- a command that kills or stops its own subreaper --------------------------------------------
+
+
+def marked(marker: str) -> list[int]:
+    """The live processes whose command line holds ``marker``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and name != str(os.getpid()):
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as cmdline:
+                    if marker.encode() in cmdline.read() and is_running(int(name)):
+                        found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.fixture
+def exec_serve(tmp_path):
+    """``decirank serve --allow-exec`` as a real process, with a stored artifact ``ex/a``."""
+    from tests.server.serving import serving
+
+    home = tmp_path / "home"
+    env = {**os.environ, "DECIRANK_HOME": str(home)}
+    subprocess.run([sys.executable, "-m", "decirank", "artifacts", "put", "ex/a", "-"], input="x", text=True,
+                   env=env, check=True, capture_output=True)  # fmt: skip
+    with serving("--model", "lexical", "--allow-exec", home=home) as served:
+        yield served.url
+
+
+def test_a_command_that_kills_its_subreaper_leaves_nothing_running(exec_serve):
+    """The issue's reproducer: setsid sleep, then kill -9 $PPID; once the call returns no sleep is left."""
+    command = "exec:setsid sleep 3009.25 >/dev/null 2>&1 & sleep 0.3; kill -9 $PPID"
+    response = httpx.post(f"{exec_serve}/v1/score_list", json={"refs": ["ex/a"], "evaluator": command}, timeout=60)
+    assert response.status_code == 200, response.text
+    assert response.json()["ranked"][0]["verdict"] == "INVALID"
+    assert marked("3009.25") == []
+
+
+def test_a_command_that_stops_its_subreaper_leaves_nothing_running_once_the_budget_ends(exec_serve):
+    """SIGSTOP of the subreaper, a setsid child left running: when the 2 s budget ends, both are gone."""
+    command = "exec:setsid sleep 3010.25 >/dev/null 2>&1 & sleep 0.3; kill -STOP $PPID; sleep 300"
+    body = {"refs": ["ex/a"], "evaluator": command, "timeout": 2}
+    started = time.monotonic()
+    response = httpx.post(f"{exec_serve}/v1/score_list", json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    assert response.json()["ranked"][0]["verdict"] == "UNKNOWN"
+    assert time.monotonic() - started < 10
+    assert marked("3010.25") == []
+    # The server is still serving, and its next command runs as usual.
+    again = httpx.post(f"{exec_serve}/v1/score_list", json={"refs": ["ex/a"], "evaluator": "exec:true"}, timeout=60)
+    assert again.json()["ranked"][0]["verdict"] == "VALID"

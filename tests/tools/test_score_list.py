@@ -509,3 +509,43 @@ def test_a_failed_model_fails_the_whole_call_and_stamps_nothing(store):
     with use_backend(failing) as model, pytest.raises(decirank.DecisionError):
         decirank.score_list(["f/a"], "score:anything", model=model, store=store)
     assert store.stamps("f/a") == []
+
+
+DEEP = 1000
+DEEP_ARTIFACTS = {
+    "json": "[" * DEEP + "]" * DEEP,
+    "yaml": "[" * DEEP + "]" * DEEP,
+    "toml": "a = " + "[" * DEEP + "]" * DEEP,
+}
+FINE_ARTIFACTS = {"json": '{"a": [1, 2]}', "yaml": "a: [1, 2]\n", "toml": "a = [1, 2]\n"}
+
+
+@pytest.mark.parametrize("kind", sorted(DEEP_ARTIFACTS))
+def test_an_artifact_nested_1000_deep_is_invalid_with_a_reason_and_the_others_are_scored(store, kind):
+    """validate:json/yaml/toml on a 1,000-deep artifact: that ref INVALID with a reason; the rest as usual."""
+    store.put("r/deep", DEEP_ARTIFACTS[kind])
+    store.put("r/fine", FINE_ARTIFACTS[kind])
+    store.put("r/broken", "{[")
+    result = decirank.score_list(["r/deep", "r/fine", "r/broken"], f"validate:{kind}", store=store)
+    by_ref = {entry.ref: entry for entry in result.ranked}
+    assert by_ref["r/deep"].verdict == Verdict.INVALID and by_ref["r/deep"].score == 0.0
+    assert "nested too deeply" in " ".join(by_ref["r/deep"].issues)
+    assert by_ref["r/fine"].verdict == Verdict.VALID
+    assert by_ref["r/broken"].verdict == Verdict.INVALID
+
+
+def test_a_deep_artifact_over_http_is_a_200_not_a_500(store, isolated_user_dir):
+    """Through decirank serve, the deep artifact's ref is INVALID and the call a 200."""
+    import httpx
+
+    from decirank.server import create_app
+    from tests.loopback import ThreadedServer
+
+    with decirank.ArtifactStore() as default_store:
+        default_store.put("h/deep", DEEP_ARTIFACTS["json"])
+        default_store.put("h/fine", FINE_ARTIFACTS["json"])
+    with ThreadedServer(create_app("lexical")) as url:
+        response = httpx.post(f"{url}/v1/score_list", json={"refs": ["h/deep", "h/fine"], "evaluator": "validate:json"})
+    assert response.status_code == 200, response.text
+    verdicts = {entry["ref"]: entry["verdict"] for entry in response.json()["ranked"]}
+    assert verdicts == {"h/deep": "INVALID", "h/fine": "VALID"}

@@ -33,12 +33,23 @@ def mcp(
         bool,
         typer.Option("--allow-exec", help="Let score_list run exec: evaluators, i.e. shell commands of the caller's."),
     ] = False,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar="DECIRANK_MCP_API_KEY",
+            help="Over http, require Authorization: Bearer KEY on every request (as decirank serve --api-key).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the tools to agents over MCP.
 
     builtin__rank, builtin__rerank, builtin__filter and builtin__score_list, with their schemas.
     """
+    from ..tools._evaluators.exec import adopt_orphans
+
+    adopt_orphans()  # the MCP server starts no children but its commands': their orphans are its to end
     if transport is McpTransport.http:
         # stdout stays quiet on stdio, where it carries the protocol; over http the address helps.
         error_console.print(f"decirank MCP server at http://{host}:{port}{HTTP_PATH}")
-    serve(transport.value, host=host, port=port, allow_exec=allow_exec)
+    serve(transport.value, host=host, port=port, allow_exec=allow_exec, api_key=api_key)

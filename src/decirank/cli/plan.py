@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 
 from .._jsonpath import JsonProblem, loads_json
+from .._yaml import YamlProblem, load_yaml
 from ..errors import InvalidInputError
 from ..plans import PlanResult, StepResult, run_plan
-from ..plans.plan import yaml_problem
+from ..plans.errors import InvalidPlanError
 from ._app import app
 from ._output import (
     bad_json,
@@ -38,18 +37,13 @@ app.add_typer(plan_app, name="plan")
 
 
 def _load_yaml(text: str, field: str, source: str) -> Any:
-    """YAML with the protections JSON gets: no huge integers, no endless nesting, no lone surrogates."""
+    """YAML through decirank's one guarded reader, then the check JSON gets against lone surrogates."""
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise InvalidInputError(field, "YAML", detail=f"{source}{yaml_problem(error)}") from None
-    except RecursionError:
-        raise InvalidInputError(field, "YAML", detail=f"{source}: nested too deeply") from None
-    except ValueError as error:  # a constructor's: the integer-string conversion limit, a bad date
-        problem = str(error)
-        if "integer string conversion" in problem:
-            problem = f"a number has more than {sys.get_int_max_str_digits()} digits"
-        raise InvalidInputError(field, "YAML", detail=f"{source}: {problem}") from None
+        value = load_yaml(text, what_is_wrong=f"{source} is not valid YAML")
+    except YamlProblem as problem:
+        if field == "plan":  # as the Python API says it (load_plan)
+            raise InvalidPlanError("plan", problem.problem) from None
+        raise InvalidInputError(field, "YAML", detail=problem.problem) from None
     return check_text(value, field, "YAML", source)
 
 

@@ -96,7 +96,16 @@ def serve(
         typer.Option(
             "--max-concurrency",
             min=1,
-            help="Requests a worker answers at once; past it, 503 with Retry-After at once (default: no limit).",
+            help="Requests a worker answers at once; past it, 503 with Retry-After at once (default 256; "
+            "the probes are never refused).",
+        ),
+    ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            help="On a loopback address, also answer pages of this origin (scheme://host[:port]; repeatable). "
+            "Others get 403, and a Host that is not loopback 421.",
         ),
     ] = None,
     metrics_public: Annotated[
@@ -119,7 +128,7 @@ def serve(
     /healthz (alive) and /readyz (model loaded, run log writable); Prometheus metrics at /metrics.
     """
     try:
-        from ..server.workers import ServeOptions
+        from ..server.workers import PortInUseError, ServeOptions, listen
         from ..server.workers import serve as run_server
     except ImportError as error:
         raise MissingAssetError(
@@ -142,6 +151,7 @@ def serve(
         allow_exec=allow_exec,
         max_concurrency=max_concurrency,
         metrics_public=metrics_public,
+        allowed_origins=tuple(allow_origin or ()),
         workers=workers,
         threads=threads,
         shutdown_timeout=shutdown_timeout,
@@ -150,6 +160,11 @@ def serve(
     ).resolved()
     if not _is_loopback(host) and api_key is None:
         error_console.print(f"warning: serving on {host} without --api-key: anyone who can reach it may use it")
+    try:
+        # Bound before the banner: a taken port is one line and exit 2, not a banner then uvicorn's error.
+        sock = listen(host, port)
+    except PortInUseError as error:
+        raise typer.BadParameter(error.strerror, param_hint="--port") from None
     workers_text = f"{options.workers} workers" if options.workers > 1 else "1 worker"
     if options.threads is None:
         cores_text = f"every core ({len(cores)})"
@@ -157,4 +172,4 @@ def serve(
         cores_text = f"{options.threads} core{'s' if options.threads > 1 else ''}"
         cores_text += " each" if options.workers > 1 else ""
     error_console.print(f"decirank serve: http://{host}:{port} (model {model}, {workers_text} on {cores_text})")
-    run_server(options)
+    run_server(options, sock)

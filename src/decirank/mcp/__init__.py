@@ -45,12 +45,20 @@ def build_server(*, allow_exec: bool = False) -> Server:
 
 
 def serve(
-    transport: Transport = "stdio", *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, allow_exec: bool = False
+    transport: Transport = "stdio",
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    allow_exec: bool = False,
+    api_key: str | None = None,
 ) -> None:
-    """Serve until the client disconnects (stdio) or the process is stopped (http)."""
+    """Serve until the client disconnects (stdio) or the process is stopped (http).
+
+    Over http, ``api_key`` makes every request want ``Authorization: Bearer <api_key>`` (401 otherwise).
+    """
     if transport not in ("stdio", "http"):
         raise InvalidInputError("transport", "stdio or http", got=transport)
     _require_sdk()
     from .server import serve as run
 
-    run(transport, host=host, port=port, allow_exec=allow_exec)
+    run(transport, host=host, port=port, allow_exec=allow_exec, api_key=api_key)

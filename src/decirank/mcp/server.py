@@ -8,6 +8,7 @@ inferred from Python signatures, and the registry already checks arguments.
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any
 
 import anyio
@@ -106,18 +107,57 @@ async def _serve_stdio(server: Server) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _serve_http(server: Server, host: str, port: int) -> None:
+#: What a request without the server's key is told, as ``decirank serve`` tells it.
+KEY_REQUIRED = "a valid API key is required: Authorization: Bearer <key>"
+
+
+class RequireKey:
+    """An ASGI wrapper answering 401 to any HTTP request without ``Authorization: Bearer <key>``.
+
+    The key is compared in constant time, as ``decirank serve`` compares it.
+    """
+
+    def __init__(self, app: Any, key: str) -> None:
+        self.app = app
+        self.key = key.encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            scheme, _, token = authorization.partition(" ")
+            if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), self.key):
+                body = json.dumps({"detail": KEY_REQUIRED}).encode()
+                headers = [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b"Bearer"),
+                ]
+                await send({"type": "http.response.start", "status": 401, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+async def _serve_http(server: Server, host: str, port: int, api_key: str | None) -> None:
     from .._serving import server as http_server  # uvicorn is a dependency of the mcp SDK; only HTTP needs it
 
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    # host= turns on the SDK's DNS-rebinding protection for a loopback host (421 / 403).
+    app: Any = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    if api_key is not None:
+        app = RequireKey(app, api_key)
     await http_server(app, host=host, port=port).serve()
 
 
 def serve(
-    transport: Transport = "stdio", *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, allow_exec: bool = False
+    transport: Transport = "stdio",
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    allow_exec: bool = False,
+    api_key: str | None = None,
 ) -> None:
     server = build_server(allow_exec=allow_exec)
     if transport == "stdio":
         anyio.run(_serve_stdio, server)
     else:
-        anyio.run(_serve_http, server, host, port)
+        anyio.run(_serve_http, server, host, port, api_key)

@@ -23,9 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from .._jsonpath import MAX_NESTING
+from .._yaml import YamlProblem, load_yaml, yaml_problem
 from ..errors import InvalidInputError
 from ..tools.registry import check_arguments, get_tool
 from .errors import InvalidPlanError, TemplateError
@@ -156,63 +154,8 @@ def load_plan(source: PlanSource) -> Plan:
     return Plan.from_data(source)
 
 
-#: The most nodes a plan may hold once its aliases are expanded. Aliases share what they name,
-#: so a kilobyte of them can stand for billions of nodes, which anything that walks the plan
-#: (checks, templates, JSON) would visit one by one.
-MAX_EXPANDED_NODES = 100_000
-
-
-def _expanded_size(root: yaml.Node) -> tuple[int, int]:
-    """How many nodes ``root`` holds with every alias expanded, and how deep they nest (capped
-    just past the limits: a node that holds itself is over them)."""
-    sizes: dict[int, tuple[int, int]] = {}
-    over = (MAX_EXPANDED_NODES + 1, MAX_NESTING + 1)
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, children_done = stack.pop()
-        if isinstance(node, yaml.ScalarNode):
-            sizes[id(node)] = (1, 0)
-            continue
-        children = [part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) else node.value
-        if children_done:
-            measured = [sizes.get(id(child), over) for child in children]
-            total = 1 + sum(size for size, _ in measured)
-            depth = 1 + max((depth for _, depth in measured), default=0)
-            sizes[id(node)] = (min(total, over[0]), min(depth, over[1]))
-            continue
-        if id(node) in sizes:
-            continue
-        sizes[id(node)] = over  # until measured: a node met again inside itself is over every limit
-        stack.append((node, True))
-        stack.extend((child, False) for child in children if id(child) not in sizes)
-    return sizes[id(root)]
-
-
 def _parse_yaml(text: str, what_is_wrong: str) -> Any:
-    loader = yaml.SafeLoader(text)
     try:
-        root = loader.get_single_node()
-        if root is None:
-            return None
-        size, depth = _expanded_size(root)
-        if size > MAX_EXPANDED_NODES:
-            raise InvalidPlanError(
-                "plan", f"expected at most {MAX_EXPANDED_NODES} values with its aliases expanded; it holds more"
-            )
-        if depth > MAX_NESTING:
-            raise InvalidPlanError("plan", f"expected at most {MAX_NESTING} levels of nesting; it nests deeper")
-        return loader.construct_document(root)
-    except yaml.YAMLError as error:
-        raise InvalidPlanError("plan", f"{what_is_wrong}{yaml_problem(error)}") from None
-    except RecursionError:
-        raise InvalidPlanError("plan", f"{what_is_wrong}: nested too deeply to read") from None
-    finally:
-        loader.dispose()
-
-
-def yaml_problem(error: yaml.YAMLError) -> str:
-    """Where and what PyYAML found wrong, on one line: `` at line 3: found unexpected end of stream``."""
-    mark = getattr(error, "problem_mark", None)
-    where = f" at line {mark.line + 1}" if mark is not None else ""
-    problem = getattr(error, "problem", None) or " ".join(str(error).split())
-    return f"{where}: {problem}"
+        return load_yaml(text, what_is_wrong=what_is_wrong)
+    except YamlProblem as problem:
+        raise InvalidPlanError("plan", problem.problem) from None

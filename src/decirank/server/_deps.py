@@ -199,14 +199,17 @@ def parse_body(body: bytes) -> Any:
 
 
 def _is_json(content_type: str | None) -> bool:
-    """Whether FastAPI reads a body of this content type as JSON (:class:`GuardedRoute` makes it so when
-    none is given)."""
+    """Whether a body of this content type is JSON: ``application/json`` or ``application/*+json``."""
     if not content_type:
-        return True
+        return False
     header = MimeHeader()
     header["content-type"] = content_type
     subtype = header.get_content_subtype()
     return header.get_content_maintype() == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+#: What a body that is not declared JSON is told.
+NOT_JSON = "the body must be sent with Content-Type: application/json"
 
 
 class _ParsedRequest(Request):
@@ -219,7 +222,13 @@ class _ParsedRequest(Request):
 
 
 class GuardedRoute(APIRoute):
-    """A route whose JSON body is parsed strictly before FastAPI reads it, so a bad one is a 422 naming it."""
+    """A route whose JSON body is parsed strictly before FastAPI reads it, so a bad one is a 422 naming it.
+
+    A body must be declared ``application/json``: anything else is a 415. A web
+    page may send a form or ``text/plain`` (or no type at all) to any address
+    without asking first; it may send JSON to another origin only after a
+    CORS preflight, which this server never grants.
+    """
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -227,14 +236,17 @@ class GuardedRoute(APIRoute):
         takes_body = self.body_field is not None
 
         async def guarded(request: Request) -> Response:
-            scope = request.scope
-            if takes_body and not request.headers.get("content-type"):
-                # A body without a content type is read as JSON, which is all these routes take.
-                headers = [(name, value) for name, value in scope["headers"] if name != b"content-type"]
-                scope = {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
-            parsed = _ParsedRequest(scope, request.receive)
+            parsed = _ParsedRequest(request.scope, request.receive)
+            if takes_body and not _is_json(parsed.headers.get("content-type")):
+                given = parsed.headers.get("content-type")
+                error = {
+                    "type": "UnsupportedMediaTypeError",
+                    "message": f"{NOT_JSON} (it was sent with {f'{given!r}' if given else 'none'})",
+                    "field": "content-type",
+                }
+                return SafeJSONResponse({"error": error}, status_code=415)
             # A route without a body ignores one sent anyway (a GET with a body), as FastAPI does.
-            if takes_body and _is_json(parsed.headers.get("content-type")) and await parsed.body():
+            if takes_body and await parsed.body():
                 await parsed.json()  # a BodyError here goes to the error handlers, as any DecirankError
             return await handler(parsed)
 

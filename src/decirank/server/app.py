@@ -17,8 +17,18 @@ the size limit a 413, one that has not all arrived in time a 408, one framed
 by both Content-Length and Transfer-Encoding a 400; then :func:`parse_body`
 refuses JSON nested deeper than :data:`~decirank._jsonpath.MAX_NESTING`, so
 nothing behind it (the tools, the run log, the response encoder) meets more.
-A request past the server's ``--max-concurrency`` is a 503 with
-``Retry-After``, at once.
+A request past the server's ``--max-concurrency`` (default
+:data:`DEFAULT_MAX_CONCURRENCY`) is a 503 with ``Retry-After``, once its
+body is in; the probes are never refused.
+
+Served on a loopback address, the server answers only requests that name it:
+a ``Host`` other than a loopback address or ``localhost`` is a 421, and an
+``Origin`` other than a loopback one or one the operator allowed
+(``allowed_origins``) a 403, before the key is asked for. A web page the
+user opens cannot reach a laptop's server, by a form post nor by
+DNS rebinding; and every POST must say ``Content-Type: application/json``
+(a 415 otherwise), which a page cannot send across origins without a
+preflight the server never grants.
 
 A request whose client goes away is cancelled, so its work (model calls,
 ``exec:`` commands and their process groups) ends with it.
@@ -26,15 +36,19 @@ A request whose client goes away is cancelled, so its work (model calls,
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import uuid
+from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._version import __version__
@@ -72,8 +86,10 @@ __all__ = [
     "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_TIMEOUT",
+    "DEFAULT_MAX_CONCURRENCY",
     "ConcurrencyLimit",
     "GuardedRoute",
+    "LoopbackOnly",
     "SafeJSONResponse",
     "ServerSettings",
     "create_app",
@@ -161,6 +177,12 @@ class BodyLimit(_HTTPMiddleware):
         await _refusal(413, "TooLargeError", message)(scope, receive, send)
 
 
+def _method_not_allowed(scope: Scope) -> bool:
+    """Whether some route has this path but none this method: a 405 whoever asks, as the OpenAPI document says."""
+    matches = [route.matches(scope)[0] for route in scope["app"].router.routes]
+    return Match.PARTIAL in matches and Match.FULL not in matches
+
+
 class ApiKeyFirst(_HTTPMiddleware):
     """Answers 401 to a request under :data:`KEYED_PREFIXES` without the server's API key, before
     its body is read or parsed; the routes' :func:`needs_api_key` checks it again where they run."""
@@ -168,11 +190,64 @@ class ApiKeyFirst(_HTTPMiddleware):
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         expected = scope["app"].state.settings.api_key
         authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-        if wants_key(scope["path"]) and key_missing(expected, authorization):
+        if wants_key(scope["path"]) and key_missing(expected, authorization) and not _method_not_allowed(scope):
             response = JSONResponse({"detail": KEY_REQUIRED}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+def _is_loopback_name(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(authority: str) -> str:
+    """The host of a ``Host`` header or an origin's authority, without its port: ``[::1]:8000`` is ``::1``."""
+    try:
+        return urlsplit(f"//{authority}").hostname or ""
+    except ValueError:  # a malformed port or bracket
+        return ""
+
+
+class LoopbackOnly(_HTTPMiddleware):
+    """On a loopback address: 421 to a ``Host`` that is not a loopback name, 403 to a foreign ``Origin``.
+
+    A page on another site that the user opens can send requests to
+    127.0.0.1, and after rebinding its own name to 127.0.0.1 it can send them
+    with its own ``Host``; neither is a client of this server. The same rules
+    as the MCP SDK's DNS-rebinding protection (``decirank mcp -t http``), with
+    ``allowed_origins`` (``scheme://host[:port]``, or ``*``) for a page the
+    operator serves elsewhere.
+    """
+
+    def __init__(self, app: ASGIApp, allowed_origins: Iterable[str] = ()) -> None:
+        super().__init__(app)
+        self.allowed_origins = {origin.rstrip("/").lower() for origin in allowed_origins}
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope["headers"])
+        host = headers.get(b"host")
+        if host is not None and not _is_loopback_name(_host_name(host.decode("latin-1"))):
+            message = "this server answers only requests to a loopback address or localhost (Host header)"
+            await _refusal(421, "MisdirectedRequestError", message)(scope, receive, send)
+            return
+        origin = headers.get(b"origin")
+        if origin is not None and not self._allowed(origin.decode("latin-1")):
+            message = "requests from this origin are refused: pages on other sites may not use this server (Origin)"
+            await _refusal(403, "ForbiddenOriginError", message)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _allowed(self, origin: str) -> bool:
+        if "*" in self.allowed_origins or origin.rstrip("/").lower() in self.allowed_origins:
+            return True
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and _is_loopback_name(_host_name(parts.netloc))
 
 
 async def _cancelled_on_disconnect(app: ASGIApp, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
@@ -215,6 +290,8 @@ async def _cancelled_on_disconnect(app: ASGIApp, scope: Scope, body: bytes, rece
 
 #: Paths answered however busy the server is: a probe or a scrape must get through when it matters most.
 UNLIMITED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+#: Requests a process answers at once when the server names no ``max_concurrency``.
+DEFAULT_MAX_CONCURRENCY = 256
 #: Seconds a refused client is told to wait: about what one request takes.
 RETRY_AFTER_SECONDS = 1
 
@@ -398,6 +475,12 @@ _GUARD_RESPONSES = {
     "408": _refusal_schema("The request body did not all arrive in time."),
     "413": _refusal_schema("The request body is over the server's size limit."),
 }
+#: What a loopback server answers to a request that does not name it, or comes from a foreign page.
+_LOOPBACK_RESPONSES = {
+    "421": _refusal_schema("Served on loopback, and the Host header names another host."),
+    "403": _refusal_schema("Served on loopback, and the Origin header names a page the server does not allow."),
+}
+_MEDIA_TYPE_RESPONSE = _refusal_schema("The body is not declared Content-Type: application/json.")
 _KEY_RESPONSE = {
     "description": "An API key is required and was missing or wrong.",
     "content": {
@@ -420,8 +503,10 @@ def _document_guards(application: FastAPI) -> None:
         for path, operations in document.get("paths", {}).items():
             for operation in operations.values():
                 responses = operation.setdefault("responses", {})
-                for status, entry in _GUARD_RESPONSES.items():
+                for status, entry in (*_GUARD_RESPONSES.items(), *_LOOPBACK_RESPONSES.items()):
                     responses.setdefault(status, entry)
+                if "requestBody" in operation:
+                    responses.setdefault("415", _MEDIA_TYPE_RESPONSE)
                 if wants_key(path):
                     responses.setdefault("401", _KEY_RESPONSE)
         return document
@@ -439,11 +524,14 @@ def create_app(
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
     max_concurrency: int | None = None,
     metrics_public: bool = False,
+    host: str = "127.0.0.1",
+    allowed_origins: Iterable[str] = (),
 ) -> FastAPI:
     """The ``decirank serve`` application, answering with ``model`` unless a request names another.
 
     ``max_body_bytes`` and ``body_timeout`` bound a request's body: its size, and the seconds it may
-    take to arrive once the headers have.
+    take to arrive once the headers have. ``host`` is the address it is served on: on a loopback one,
+    requests naming another host, or from a page of an origin not in ``allowed_origins``, are refused.
 
     ``model`` is resolved here, so a server that could not answer fails at start, not on its first request;
     its models are loaded, and the run log opened, when the server starts (the ASGI lifespan), so the first
@@ -489,11 +577,13 @@ def create_app(
     _document_guards(application)
 
     application.add_middleware(ServerErrors)
+    # Inside the body's guard: a client still sending (or stalling) holds no place among the requests answered.
+    application.add_middleware(ConcurrencyLimit, limit=max_concurrency or DEFAULT_MAX_CONCURRENCY)
     application.add_middleware(BodyLimit, max_bytes=max_body_bytes, timeout=body_timeout)
     application.add_middleware(ApiKeyFirst)
-    if max_concurrency is not None:
-        application.add_middleware(ConcurrencyLimit, limit=max_concurrency)
-    # Outside the limit, so refused requests are counted too.
+    if _is_loopback_name(host):
+        application.add_middleware(LoopbackOnly, allowed_origins=allowed_origins)
+    # Outside the limits, so refused requests are counted too.
     application.add_middleware(RequestMetrics, metrics=application.state.metrics)
     application.add_middleware(RequestId)
     application.add_middleware(RequestsInFlight, state=application.state)

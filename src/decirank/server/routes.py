@@ -19,7 +19,7 @@ refuse an unknown name with a suggestion.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 
@@ -31,7 +31,7 @@ from ..decisions.decider import Decider
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, UnknownModelError
 from ..stores.examples import resolve_examples
-from ..stores.runlog import current_runlog
+from ..stores.runlog import RUN_STATUSES, current_runlog
 from ..tools.classify import aclassify
 from ..tools.filter import afilter
 from ..tools.rank import arank
@@ -56,6 +56,9 @@ __all__ = ["router"]
 
 #: What a tool or decision endpoint can answer besides 200.
 TOOL_ERRORS = error_responses(401, 413, 422, 502, 503, 504)
+
+#: A status the run log records, as GET /v1/runs filters by it (the schema lists them).
+RunStatus = Literal[RUN_STATUSES]  # type: ignore[valid-type]
 
 router = APIRouter(route_class=GuardedRoute)
 api = APIRouter(route_class=GuardedRoute, dependencies=[Depends(needs_api_key)])
@@ -384,7 +387,10 @@ async def decisions(body: wire.DecisionsRequest, request: Request, response: Res
 # The run log is read with blocking I/O, so these two run in FastAPI's thread pool (plain ``def``).
 @api.get("/v1/runs", response_model=wire.RunList, responses=error_responses(401, 422), tags=["runs"])
 def runs(
-    request: Request, limit: int = Query(20, ge=1, le=1000), tool: str | None = None, status: str | None = None
+    request: Request,
+    limit: int = Query(20, ge=1, le=1000),
+    tool: str | None = None,
+    status: RunStatus | None = None,
 ) -> dict[str, Any]:
     """Recent tool runs, newest first, with their status, models, tokens and cost."""
     request.state.input_location = "query"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ..tools.filter import DEFAULT_MIN_CONFIDENCE
 from ..tools.score_list import DEFAULT_MAX_CONCURRENCY
@@ -26,6 +26,22 @@ NON_BLANK = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205
 #: Text that must not be blank. The tools refuse blank text themselves, naming the field; the
 #: schema says so too, so that a client generated from it never sends what the server refuses.
 Text = Annotated[str, Field(json_schema_extra={"minLength": 1, "pattern": NON_BLANK})]
+
+
+def _whole_number(value: Any) -> Any:
+    """A float with no fractional part as the integer it is: JSON Schema's ``integer`` includes ``2.0``."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: An integer field of a request: strict (no ``true``, no ``"5"``), but ``5.0`` is the integer 5.
+Whole = Annotated[int, BeforeValidator(_whole_number)]
+#: A whole number of at least 0, and of at least 1 (constraints inside the type, so a union with None keeps them).
+FromZero = Annotated[int, Field(ge=0), BeforeValidator(_whole_number)]
+FromOne = Annotated[int, Field(ge=1), BeforeValidator(_whole_number)]
+#: A stored example set's name: not blank, as the server refuses a blank one.
+SetName = Annotated[str, Field(json_schema_extra={"minLength": 1, "pattern": NON_BLANK})]
 
 
 class Body(BaseModel):
@@ -60,7 +76,7 @@ class RankRequest(Body):
         None, description="Dot path into each item to show as its option, e.g. url or meta.date."
     )
     none: Text | None = Field(None, description="Text of a 'nothing fits' option.")
-    top_k: int | None = Field(None, description="Keep only the best k.")
+    top_k: FromOne | None = Field(None, description="Keep only the best k.")
     model: ModelName = None
     timeout: Timeout = None
 
@@ -88,7 +104,7 @@ class RerankRequest(Body):
     documents: list[str | dict[str, Any]] = Field(
         description='Strings, or objects with a "text" field (or the fields rank_fields names).'
     )
-    top_n: int | None = Field(None, ge=0, description="Keep only the best n (0 or null keeps all).")
+    top_n: FromZero | None = Field(None, description="Keep only the best n (0 or null keeps all).")
     return_documents: bool = Field(False, description="Include each document in its result.")
     rank_fields: list[str] | None = Field(
         None,
@@ -96,8 +112,8 @@ class RerankRequest(Body):
         description='The fields of object documents to read, each shown as "field: value" on its own line; '
         'default ["text"].',
     )
-    max_chunks_per_doc: int | None = Field(
-        None, ge=1, description="Accepted for Cohere clients; each model reads a document up to its own context."
+    max_chunks_per_doc: FromOne | None = Field(
+        None, description="Accepted for Cohere clients; each model reads a document up to its own context."
     )
     min_relevance: float | None = Field(None, ge=0, le=1, description="Drop documents scored below this.")
     model: str | None = Field(
@@ -125,7 +141,7 @@ class RelevantSpans(Body):
 
     mode: Literal["enabled", "disabled"]
     threshold: float | None = None
-    max_spans: int | None = None
+    max_spans: Whole | None = None
 
 
 class RerankV2Request(Body):
@@ -137,12 +153,12 @@ class RerankV2Request(Body):
     )
     query: Text
     documents: list[str] = Field(description="The texts to score against the query.")
-    top_n: int | None = Field(None, ge=0, description="Keep only the best n (0 or null keeps all).")
-    max_tokens_per_doc: int | None = Field(
-        None, ge=1, description="Accepted for Cohere clients; each model reads a document up to its own context."
+    top_n: FromZero | None = Field(None, description="Keep only the best n (0 or null keeps all).")
+    max_tokens_per_doc: FromOne | None = Field(
+        None, description="Accepted for Cohere clients; each model reads a document up to its own context."
     )
     relevant_spans: RelevantSpans | None = None
-    priority: int | None = Field(None, description="Accepted for Cohere clients; requests are served in order.")
+    priority: Whole | None = Field(None, description="Accepted for Cohere clients; requests are served in order.")
     min_relevance: float | None = Field(None, ge=0, le=1, description="Drop documents scored below this.")
     timeout: Timeout = None
 
@@ -164,10 +180,10 @@ class FilterRequest(Body):
     state: Any = Field(None, description="The context the items are judged against; none: no context.")
     min_confidence: float = Field(DEFAULT_MIN_CONFIDENCE, description="Keep items at least this likely.")
     describe: str | None = None
-    max_items_per_call: int | None = Field(None, ge=1)
+    max_items_per_call: FromOne | None = None
     model: ModelName = None
     timeout: Timeout = None
-    examples: list[dict[str, Any]] | str | None = Field(
+    examples: list[dict[str, Any]] | SetName | None = Field(
         None,
         description='Labelled items: [{"item": ..., "answer": true/false}] (shown as items are) or '
         '[{"state": <item text>, "answer": ...}], or the name of an example set stored on this server.',
@@ -223,11 +239,12 @@ class ClassifyRequest(Body):
 
     texts: Texts
     question: Text = Field(description="The choice question asked of each text.")
-    options: list[str] | dict[str, str] = Field(
-        description="The labels, or an object of label to description (2 to 255 options)."
-    )
+    options: (
+        Annotated[list[str], Field(min_length=1, max_length=255)]
+        | Annotated[dict[str, str], Field(min_length=1, max_length=255)]
+    ) = Field(description="The labels, or an object of label to description (2 to 255 options, none's counted).")
     none: str | None = Field(None, description="Text of a 'none of these' option, whose key is none.")
-    examples: list[dict[str, Any]] | str | None = _text_examples("<option key>")
+    examples: list[dict[str, Any]] | SetName | None = _text_examples("<option key>")
     model: ModelName = None
     timeout: Timeout = None
 
@@ -253,7 +270,7 @@ class ScoreRequest(Body):
     question: Text = Field(description="The yes/no question asked of each text.")
     true: str | None = Field(None, description="What a yes means.")
     false: str | None = Field(None, description="What a no means.")
-    examples: list[dict[str, Any]] | str | None = _text_examples("true/false")
+    examples: list[dict[str, Any]] | SetName | None = _text_examples("true/false")
     model: ModelName = None
     timeout: Timeout = None
 
@@ -273,8 +290,10 @@ class ScoreListRequest(Body):
         description='Refs "run_id/agent_id", or {"ref": ...} objects, or that array as a JSON string.'
     )
     evaluator: Text = Field(description="validate:<type>, score:<criterion>, or exec:<cmd> (if the server allows it).")
-    top_k: int = Field(0, description="How many top-scoring refs are winners; 0 ranks without pruning.")
-    max_concurrency: int = Field(DEFAULT_MAX_CONCURRENCY, description="Upper bound on parallel evaluator calls.")
+    top_k: FromZero = Field(0, description="How many top-scoring refs are winners; 0 ranks without pruning.")
+    max_concurrency: FromOne = Field(
+        DEFAULT_MAX_CONCURRENCY, description="Upper bound on parallel evaluator calls."
+    )
     model: ModelName = None
     timeout: Timeout = None
 

@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import json
 import os
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +43,11 @@ import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
-from .._serving import KEEP_ALIVE_SECONDS, MAX_CONNECTIONS, Server, stop_commands_on_shutdown
+from .._serving import KEEP_ALIVE_SECONDS, GuardedHTTPProtocol, Server, stop_commands_on_shutdown
 from ..batching.engines import usable_cores
+from ..tools._evaluators.exec import adopt_orphans
 
-__all__ = ["OPTIONS_VARIABLE", "ServeOptions", "serve", "worker_app"]
+__all__ = ["OPTIONS_VARIABLE", "PortInUseError", "ServeOptions", "listen", "serve", "worker_app"]
 
 OPTIONS_VARIABLE = "DECIRANK_SERVE_OPTIONS"
 
@@ -62,6 +65,8 @@ class ServeOptions:
     allow_exec: bool = False
     max_concurrency: int | None = None
     metrics_public: bool = False
+    #: Origins (``scheme://host[:port]``) whose pages may use a server on a loopback address.
+    allowed_origins: tuple[str, ...] = ()
     #: Worker processes; 0 is one per usable core.
     workers: int = 1
     #: Cores (and so encoder threads) per worker; None: an even share, or every core for a single worker.
@@ -89,6 +94,8 @@ class ServeOptions:
             "allow_exec": self.allow_exec,
             "max_concurrency": self.max_concurrency,
             "metrics_public": self.metrics_public,
+            "host": self.host,
+            "allowed_origins": tuple(self.allowed_origins),
         }
         if self.max_body_bytes is not None:
             settings["max_body_bytes"] = self.max_body_bytes
@@ -134,6 +141,7 @@ def worker_app() -> Any:
 
     options = ServeOptions(**json.loads(os.environ[OPTIONS_VARIABLE]))
     stop_commands_on_shutdown()  # as the single worker's Server does
+    adopt_orphans()  # a worker starts no children but its commands'
     slot = _claim_slot(options) if options.run_directory is not None else 0
     _pin(options, slot)
     return create_app(options.model, **options.app_settings())
@@ -162,9 +170,36 @@ class _Supervisor(Multiprocess):
                 mark_worker_gone(pid)
 
 
-def serve(options: ServeOptions) -> None:
-    """Serve until SIGTERM or SIGINT: in this process for one worker, else under a supervisor."""
+class PortInUseError(OSError):
+    """The address to serve on is taken, or cannot be bound; the message says which, on one line."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The bound socket ``serve`` will listen on, bound now so a taken port is refused before anything starts.
+
+    Bound as uvicorn binds it (``SO_REUSEADDR``, inheritable for the workers).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        if error.errno == errno.EADDRINUSE:
+            raise PortInUseError(error.errno, f"port {port} is in use on {host}") from None
+        raise PortInUseError(error.errno, f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(options: ServeOptions, sock: socket.socket | None = None) -> None:
+    """Serve until SIGTERM or SIGINT: in this process for one worker, else under a supervisor.
+
+    ``sock`` is the socket :func:`listen` bound (bound here when not given).
+    """
     options = options.resolved()
+    sock = sock if sock is not None else listen(options.host, options.port)
     made = tempfile.mkdtemp(prefix="decirank-serve-")
     options = dataclasses.replace(options, run_directory=made)
     previous = {name: os.environ.get(name) for name in (OPTIONS_VARIABLE, "PROMETHEUS_MULTIPROC_DIR")}
@@ -183,17 +218,19 @@ def serve(options: ServeOptions) -> None:
             workers=options.workers,
             log_level=options.log_level,
             timeout_graceful_shutdown=options.shutdown_timeout,
-            limit_concurrency=MAX_CONNECTIONS,
+            http=GuardedHTTPProtocol,  # header timeout and a connection cap that sheds idle ones
             timeout_keep_alive=KEEP_ALIVE_SECONDS,
         )
         if options.workers == 1:
+            adopt_orphans()  # this process serves, and starts no children but its commands'
             server = Server(config)  # stops running exec: commands as soon as it starts to shut down
-            server.run()
+            server.run(sockets=[sock])
             if not server.started:
                 raise SystemExit(STARTUP_FAILURE)  # uvicorn has logged why
         else:
-            _Supervisor(config, sockets=[config.bind_socket()]).run()
+            _Supervisor(config, sockets=[sock]).run()
     finally:
+        sock.close()
         for name, value in previous.items():
             if value is None:
                 os.environ.pop(name, None)

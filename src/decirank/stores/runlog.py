@@ -180,6 +180,10 @@ _SUMMARY_COLUMNS = (
 _JSON_COLUMNS = ("inputs", "outputs", "request", "answers")
 
 
+#: The longest run id (or prefix) looked up: ids are 32 hex digits; room for ids of other writers.
+MAX_RUN_ID_LENGTH = 256
+
+
 def new_run_id() -> str:
     """32 random hex digits: any dozen of the first are enough to name a run."""
     return uuid.uuid4().hex
@@ -471,9 +475,11 @@ class RunLog:
     def run(self, run_id: str) -> dict[str, Any]:
         """One run by id or unique id prefix, with its model calls as ``children``."""
         self.flush()
+        # An id longer than any the log writes names no run; as a LIKE pattern it could pass SQLite's
+        # pattern limit (50,000 bytes), which is an error, not a miss.
         matches = self.database.query(
             "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY started_at LIMIT 2", (_escape_like(run_id) + "%",)
-        ) if run_id else []
+        ) if run_id and len(run_id) <= MAX_RUN_ID_LENGTH else []
         if len(matches) != 1:
             detail = "no run has that id" if not matches else "more than one run starts with it; give more of it"
             raise InvalidInputError("run id", "the id (or a unique prefix) of a recorded run", detail=detail)

@@ -22,6 +22,7 @@ __all__ = [
     "check_encodable",
     "check_instructions",
     "check_items",
+    "check_no_blank",
     "check_optional_text",
     "check_probability_threshold",
     "check_state",
@@ -53,6 +54,19 @@ def check_items(items: Any, field: str = "items") -> list[Any]:
     return check_encodable(list(items), field)
 
 
+def check_no_blank(texts: Sequence[str], field: str) -> Sequence[str]:
+    """``texts`` as they are, once sure none is blank; the error names the first blank one (``texts.3``).
+
+    A blank text gives a model nothing to judge: some models refuse it and
+    others answer it, and a probability for nothing would be an invented one.
+    So every tool refuses it here, before any model is asked, on every model.
+    """
+    for index, text in enumerate(texts):
+        if not text.strip():
+            raise InvalidInputError(f"{field}.{index}", "a text that is not blank", got=text)
+    return texts
+
+
 def check_instructions(value: Any, field: str = "instructions") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(field, "a non-empty string", got=value)
@@ -68,8 +82,14 @@ def check_optional_text(value: Any, field: str) -> str | None:
 
 
 def check_count(value: Any, field: str, *, lowest: int = 1, highest: int | None = None) -> int:
-    """An integer of at least ``lowest`` (and at most ``highest``); ``True`` is not a count."""
+    """An integer of at least ``lowest`` (and at most ``highest``); ``True`` is not a count.
+
+    A float with no fractional part (``2.0``) is the integer it is: JSON
+    Schema's ``integer``, which the tools' schemas declare, includes it.
+    """
     expected = f"an integer of at least {lowest}" if highest is None else f"an integer from {lowest} to {highest}"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
         raise InvalidInputError(field, expected, got=value)
     if highest is not None and value > highest:

@@ -26,7 +26,14 @@ from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ..types.answers import Usage
 from ..types.questions import MAX_OPTIONS, MIN_OPTIONS, ChoiceQuestion, DecisionRequest, Example
-from ._checks import check_encodable, check_examples, check_instructions, check_items, check_optional_text
+from ._checks import (
+    check_encodable,
+    check_examples,
+    check_instructions,
+    check_items,
+    check_no_blank,
+    check_optional_text,
+)
 
 __all__ = [
     "NONE_KEY",
@@ -143,6 +150,7 @@ async def aclassify(
     ``texts`` are strings (anything else is shown as canonical JSON); each is asked on its own.
     """
     texts = check_encodable([to_text(text) for text in check_items(texts, "texts")], "texts")
+    check_no_blank(texts, "texts")
     question = check_instructions(question, "question")
     none = check_optional_text(none, "none")
     options = check_options(options, none)

@@ -29,6 +29,7 @@ from ._checks import (
     check_examples,
     check_instructions,
     check_items,
+    check_no_blank,
     check_optional_text,
     check_probability_threshold,
     check_state,
@@ -161,6 +162,7 @@ async def afilter(
     if threshold is None:
         threshold = DEFAULT_MIN_CONFIDENCE
     texts = option_texts(items, check_optional_text(describe, "describe"))
+    check_no_blank(texts, "items")
     given_examples = examples
     examples = item_examples(examples, describe)
     requested_per_call = check_per_call(max_items_per_call, "max_items_per_call")

@@ -18,7 +18,7 @@ from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ..types.answers import Usage
-from ._checks import check_instructions, check_items, check_probability_threshold, check_top_k
+from ._checks import check_instructions, check_items, check_no_blank, check_probability_threshold, check_top_k
 from ._likelihoods import Likelihoods, TextNote, ask_likelihoods, check_per_call, questions_per_call
 
 __all__ = [
@@ -114,6 +114,7 @@ def check_documents(documents: Any) -> list[_Document]:
             raise InvalidInputError(
                 f"documents.{index}", "a string or an object with a string 'text'", got=document
             )
+    check_no_blank([document.text for document in checked], "documents")
     return checked
 
 

@@ -23,7 +23,14 @@ from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..types.answers import Usage
 from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
-from ._checks import check_encodable, check_examples, check_instructions, check_items, check_optional_text
+from ._checks import (
+    check_encodable,
+    check_examples,
+    check_instructions,
+    check_items,
+    check_no_blank,
+    check_optional_text,
+)
 from ._likelihoods import TextNote, notes_of
 
 __all__ = ["ScoreResult", "ascore", "likelihood_examples", "score"]
@@ -72,6 +79,7 @@ async def ascore(
 ) -> ScoreResult:
     """The probability that ``question`` is true of each text (strings; anything else as canonical JSON)."""
     texts = check_encodable([to_text(text) for text in check_items(texts, "texts")], "texts")
+    check_no_blank(texts, "texts")
     question = check_instructions(question, "question")
     true = check_optional_text(true, "true")
     false = check_optional_text(false, "false")

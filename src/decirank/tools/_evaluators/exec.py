@@ -17,6 +17,18 @@ the process that ran it dies. A server shutting down stops the commands
 still running at once (:func:`stop_running_commands`): they are UNKNOWN,
 not judged. Only the last 64 KiB of output are kept.
 
+The subreaper runs as the command's own user, so the command can kill or
+stop it (``kill -9 $PPID``); what it started would then be reparented to
+init, out of reach. A server (``decirank serve``, ``decirank mcp``) closes
+that gap with :func:`adopt_orphans`: it becomes the subreaper above them, so
+such orphans come to it, and every command's end kills each child of the
+server that is not a running command's subreaper before the call returns. A
+stopped subreaper is sent SIGCONT with its SIGTERM, and killed outright
+after :data:`STOP_GRACE_SECONDS`. Without it (the Python API, where the
+caller's process may have children of its own), the guarantee is the
+subreaper's: everything the command starts dies with it, unless the command
+kills or stops the subreaper itself.
+
 Each run is limited to its own timeout and, within a tool call that has a
 time budget (:meth:`ExecEvaluator.within`), to what is left of that budget: a
 command cut short by the budget, or never started because the budget was
@@ -45,6 +57,7 @@ from .base import Evaluation, Evaluator, Verdict, strip_code_fence
 
 __all__ = [
     "DEFAULT_EXEC_TIMEOUT",
+    "adopt_orphans",
     "OUTPUT_LIMIT",
     "CommandOutcome",
     "ExecEvaluator",
@@ -129,6 +142,74 @@ STOP_GRACE_SECONDS = 5.0
 #: The cancel scopes of the commands running in this process, for a server's shutdown to stop.
 _RUNNING: set[anyio.CancelScope] = set()
 
+#: Whether this process is the subreaper of its commands' orphans (:func:`adopt_orphans`).
+_adopting = False
+#: The subreapers running commands now, which the sweep of orphans leaves alone.
+_REAPERS: set[int] = set()
+#: Commands being started: a subreaper forked but not yet in :data:`_REAPERS` is not an orphan.
+_starting = 0
+
+
+def adopt_orphans() -> bool:
+    """Make this process the child subreaper of what its ``exec:`` commands leave; whether it now is.
+
+    For a process that starts no children but its commands' subreapers (a
+    server): from then on every child that is not one of them is an orphan of
+    a command whose subreaper was killed, and each command's end kills it.
+    """
+    global _adopting
+    if not SUBREAPER or _adopting:
+        return _adopting
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    _adopting = libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    return _adopting
+
+
+def _children() -> list[int]:
+    me = os.getpid()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(fields[1]) == me:
+            found.append(int(name))
+    return found
+
+
+def _end_orphans() -> None:
+    """Kill and reap every child of this process that is not a running command's subreaper, until none is left.
+
+    Each is waited for by its own pid, never ``waitpid(-1)``, which would take
+    a subreaper's status from the event loop's child watcher. A killed orphan's
+    own children come here in turn, and the next round meets them.
+    """
+    for _ in range(1000):
+        orphans = [pid for pid in _children() if pid not in _REAPERS]
+        if not orphans:
+            return
+        for pid in orphans:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in orphans:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+async def _sweep_orphans() -> None:
+    if not _adopting:
+        return
+    with anyio.CancelScope(shield=True):
+        while _starting:  # a subreaper just forked is not yet known as one
+            await anyio.sleep(0.005)
+        _end_orphans()
+
 
 def stop_running_commands() -> int:
     """Stop every ``exec:`` command running in this process now; how many there were.
@@ -154,6 +235,7 @@ async def _stop(process: Process) -> None:
             # The subreaper kills what it inherited, which the group may no longer hold, then exits.
             with contextlib.suppress(ProcessLookupError):
                 process.terminate()
+                os.kill(process.pid, signal.SIGCONT)  # a command may have stopped its subreaper
             with anyio.move_on_after(STOP_GRACE_SECONDS):
                 await process.wait()
         _kill_group(process.pid)
@@ -164,16 +246,22 @@ async def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeou
 
     Raises ``OSError`` when the command cannot be started at all.
     """
+    global _starting
     tail = _OutputTail(OUTPUT_LIMIT)
-    process = await anyio.open_process(
-        _argv(command),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-    )
+    _starting += 1
+    try:
+        process = await anyio.open_process(
+            _argv(command),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+        _REAPERS.add(process.pid)
+    finally:
+        _starting -= 1
     assert process.stdout is not None
     stopped = anyio.CancelScope()
     _RUNNING.add(stopped)
@@ -196,6 +284,8 @@ async def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeou
         await _stop(process)
         with anyio.CancelScope(shield=True):
             await process.aclose()
+        _REAPERS.discard(process.pid)
+        await _sweep_orphans()
     if stopped.cancelled_caught:
         status = process.returncode if process.returncode is not None else -signal.SIGKILL
         return CommandOutcome(status, tail.text(), False, tail.truncated, stopped=True)

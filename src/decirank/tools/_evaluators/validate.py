@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 VALID_LIKELIHOOD = 0.5
+#: Why an artifact nested deeper than its parser can follow is INVALID (the parsers recurse once per level).
+TOO_DEEP = "nested too deeply to parse: deeper than the parser can follow"
 
 
 def _json_problem(text: str) -> str | None:
@@ -38,6 +40,10 @@ def _json_problem(text: str) -> str | None:
         json.loads(text)
     except json.JSONDecodeError as error:
         return f"line {error.lineno}, column {error.colno}: {error.msg}"
+    except RecursionError:
+        return TOO_DEEP
+    except ValueError as error:  # an integer longer than Python converts
+        return str(error)
     return None
 
 
@@ -64,6 +70,10 @@ def _yaml_problem(text: str) -> str | None:
         return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark else problem
     except yaml.YAMLError as error:
         return " ".join(str(error).split())
+    except RecursionError:
+        return TOO_DEEP
+    except ValueError as error:  # a constructor's: an integer longer than Python converts, a bad date
+        return " ".join(str(error).split())
     return None
 
 
@@ -71,6 +81,10 @@ def _toml_problem(text: str) -> str | None:
     try:
         tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
+        return str(error)
+    except RecursionError:
+        return TOO_DEEP
+    except ValueError as error:  # an integer longer than Python converts
         return str(error)
     return None
 
