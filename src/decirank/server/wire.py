@@ -114,10 +114,16 @@ class RerankResult(BaseModel):
     document: dict[str, Any] | None = None
 
 
+class JinaUsage(BaseModel):
+    total_tokens: int
+
+
 class RerankResponse(BaseModel):
     id: str | None
     results: list[RerankResult]
     meta: dict[str, Any]
+    model: str = Field(description="The model that answered (Jina's clients read it here, Cohere's in meta).")
+    usage: JinaUsage = Field(description="Tokens read, as Jina's rerank API reports them.")
 
 
 class RelevantSpans(Body):
