@@ -56,8 +56,8 @@ def _examples_option(answers: str) -> Any:
     return typer.Option(
         "--examples",
         metavar="FILE|NAME",
-        help=f'Labelled texts: a JSON or JSON Lines file of {{"state": <text>, "answer": {answers}}}, - for stdin, '
-        "or a set stored with decirank examples add.",
+        help=f'Labelled texts: a JSON or JSON Lines file of {{"item": <text>, "answer": {answers}}} (or "state" for '
+        '"item"), - for stdin, or a set stored with decirank examples add.',
     )
 
 

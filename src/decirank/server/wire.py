@@ -219,8 +219,8 @@ Texts = Annotated[list[Any], Field(description="The texts, each asked about on i
 def _text_examples(answer: str) -> Any:
     return Field(
         None,
-        description=f'Labelled texts: [{{"state": <text>, "answer": {answer}}}], or the name of an example set '
-        "stored on this server.",
+        description=f'Labelled texts: [{{"item": <text>, "answer": {answer}}}] or [{{"state": <text>, "answer": '
+        f'{answer}}}], or the name of an example set stored on this server.',
     )
 
 

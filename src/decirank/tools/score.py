@@ -4,7 +4,8 @@ Each text is the state of its own :class:`~decirank.types.questions.LikelihoodQu
 (``question``, with optional ``true``/``false`` descriptions of each outcome), as
 ``decirank eval labels --type noul`` asks it; its score is the probability. A
 text's score never depends on the other texts of the call. ``examples`` are
-labelled texts, ``{"state": <text>, "answer": true/false}``, or a stored set's name.
+labelled texts, ``{"item": <text>, "answer": true/false}`` (``"state"`` for ``"item"`` too,
+as every tool and ``decirank examples add`` take them), or a stored set's name.
 
 Unlike filter, which asks about one state with the item inside the question,
 score asks about each text itself ("Is this review positive?" of every review).
@@ -53,7 +54,7 @@ class ScoreResult:
 
 
 def likelihood_examples(examples: Any, field_name: str = "examples") -> tuple[Example, ...]:
-    """``[{"state": <text>, "answer": true/false}]`` (or Examples, or a stored set's name) as Examples."""
+    """``[{"item" or "state": <text>, "answer": true/false}]`` (or Examples, or a stored set's name) as Examples."""
     return check_examples(
         examples, field_name, answer_ok=lambda answer: isinstance(answer, bool), expected_answer="true or false"
     )
