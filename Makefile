@@ -32,6 +32,7 @@ test: install
 
 bench: install check-data bench-labels
 	$(BIN)/python benchmarks/single_decision.py
+	$(BIN)/python benchmarks/score_vs_filter.py
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model local --tool rank --warm
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model local --tool rerank
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model lexical --tool rank

@@ -11,6 +11,7 @@ from ..tools.filter import DEFAULT_MIN_CONFIDENCE
 from ..tools.filter import filter as filter_items
 from ..tools.rank import rank as rank_items
 from ..tools.rerank import rerank as rerank_documents
+from ..tools.score import DEFAULT_MAX_CONCURRENCY as DEFAULT_SCORE_CONCURRENCY
 from ..tools.score import score as score_texts
 from ._app import app
 from ._output import (
@@ -285,6 +286,15 @@ def score(
     model: ModelOption = "decider",
     base_url: BaseUrlOption = None,
     timeout: TimeoutOption = None,
+    max_concurrency: Annotated[
+        int,
+        typer.Option(
+            "--max-concurrency",
+            min=1,
+            help="Requests in flight at once where each text is its own request (a hosted model); "
+            "the embedded model takes up to 256 texts a call.",
+        ),
+    ] = DEFAULT_SCORE_CONCURRENCY,
     as_json: JsonOption = False,
 ) -> None:
     """The probability that a yes/no question is true of each text (one likelihood question per text)."""
@@ -300,6 +310,7 @@ def score(
         model=model,
         base_url=base_url,
         timeout=timeout,
+        max_concurrency=max_concurrency,
     )
     data = result.to_dict()
     if as_json:
