@@ -82,48 +82,55 @@ def test_splade_only_goes_text_by_text_with_the_same_answers():
     assert result.usage.calls == 3
 
 
-def _slow_answers(in_flight: list[int], peak: list[int], lock: threading.Lock):
-    def body(request: dict) -> dict:
-        with lock:
-            in_flight[0] += 1
-            peak[0] = max(peak[0], in_flight[0])
-        time.sleep(0.15)
-        with lock:
-            in_flight[0] -= 1
+class _Counting:
+    """A System One body that counts the requests in flight; the first ones wait until ``together`` are,
+    so the overlap is seen whatever the machine's load, and the most ever in flight is kept."""
+
+    def __init__(self, together: int, hold: float = 0.05) -> None:
+        self.together, self.hold = together, hold
+        self.in_flight = self.peak = 0
+        self.lock = threading.Lock()
+        self.reached = threading.Event()
+
+    def __call__(self, request: dict) -> dict:
+        with self.lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            if self.in_flight >= self.together:
+                self.reached.set()
+        self.reached.wait(timeout=30)
+        time.sleep(self.hold)
+        with self.lock:
+            self.in_flight -= 1
         return {
             "model": request["model"],
             "answers": {qid: {"type": "noul", "noul": 0.25} for qid in request["questions"]},
             "usage": {"input_tokens": 3, "output_tokens": 1},
         }
 
-    return body
-
 
 def test_one_state_per_request_formats_send_texts_concurrently_within_the_limit():
     """Over System One each text is a request; they overlap, never more than max_concurrency at once."""
-    in_flight, peak, lock = [0], [0], threading.Lock()
+    counting = _Counting(together=3)
     with ScriptedServer() as server:
-        url = server.script("s1", Reply(body=_slow_answers(in_flight, peak, lock)))
-        started = time.monotonic()
-        result = decirank.score([f"text {i}" for i in range(12)], QUESTION, model="systemone:m", base_url=url,
-                                max_concurrency=3)  # fmt: skip
-        took = time.monotonic() - started
+        url = server.script("s1", Reply(body=counting))
+        texts = [f"text {i}" for i in range(12)]
+        result = decirank.score(texts, QUESTION, model="systemone:m", base_url=url, max_concurrency=3)
         assert result.probabilities == [0.25] * 12
-        assert sorted(r.body["state"] for r in server.requests_to("s1")) == sorted(f"text {i}" for i in range(12))
-    assert peak[0] == 3
-    assert took < 12 * 0.15, "the requests overlapped"
+        assert sorted(r.body["state"] for r in server.requests_to("s1")) == sorted(texts)
+    assert counting.reached.is_set() and counting.peak == 3
 
 
 def test_the_concurrent_requests_share_the_calls_budget():
     """A budget shorter than the queued requests need fails the call with a timeout, never waits them all out."""
-    in_flight, peak, lock = [0], [0], threading.Lock()
     with ScriptedServer() as server:
-        url = server.script("s1", Reply(body=_slow_answers(in_flight, peak, lock)))
+        # 40 requests two at a time, 0.3 s each, need 6 s: far past the budget of 0.5 s.
+        url = server.script("s1", Reply(body=_Counting(together=2, hold=0.3)))
         started = time.monotonic()
         with pytest.raises(DecisionTimeoutError):
-            decirank.score([f"text {i}" for i in range(40)], QUESTION, model="systemone:m", base_url=url,
-                           max_concurrency=2, timeout=0.5)  # fmt: skip
-        assert time.monotonic() - started < 3
+            texts = [f"text {i}" for i in range(40)]
+            decirank.score(texts, QUESTION, model="systemone:m", base_url=url, max_concurrency=2, timeout=0.5)
+        assert time.monotonic() - started < 5
 
 
 def test_max_concurrency_is_checked():

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Annotated, Any
 
 import typer
+
+from ..stores.runlog import current_runlog
 
 from ..tools.classify import classify as classify_texts
 from ..tools.filter import DEFAULT_MIN_CONFIDENCE
@@ -17,6 +22,7 @@ from ._app import app
 from ._output import (
     check_base_url,
     console,
+    error_console,
     json_or_text,
     new_table,
     options_value,
@@ -27,6 +33,49 @@ from ._output import (
     short_text,
     shown_item,
 )
+
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT), as batch's.
+EXIT_INTERRUPTED = 130
+
+
+def interrupted_message(tool: str, since: datetime) -> str:
+    """What a Ctrl-C stopped, and what the run log recorded of it (the run a tool call started after ``since``)."""
+    runlog = current_runlog()
+    if runlog is None:
+        return f"interrupted: {tool} was cancelled; the run log is off, so nothing was recorded"
+    newest = runlog.runs(limit=1, tool=tool)
+    if not newest or datetime.fromisoformat(newest[0]["started_at"]) < since:
+        return f"interrupted: {tool} was cancelled before it asked a model; the run log recorded nothing"
+    run = runlog.run(newest[0]["id"])
+    answered = sum(child["status"] == "success" for child in run["children"])
+    short = run["id"][:12]
+    return (
+        f"interrupted: {tool} was cancelled after {answered} of its model calls had answered; the run log recorded "
+        f"run {short} as {run['status']} (decirank runs show {short})"
+    )
+
+
+def tells_when_interrupted(tool: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A tool command that, on Ctrl-C, says what was interrupted and what the run log recorded, then exits 130.
+
+    Typer turns a KeyboardInterrupt into a silent exit 130 before decirank's own handler sees it,
+    so the command catches it itself.
+    """
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> None:
+            since = datetime.now(timezone.utc)
+            try:
+                command(*args, **kwargs)
+            except KeyboardInterrupt:
+                error_console.print(interrupted_message(tool, since), highlight=False, soft_wrap=True)
+                raise typer.Exit(EXIT_INTERRUPTED) from None
+
+        return run
+
+    return decorate
+
 
 ModelOption = Annotated[str, typer.Option("--model", "-m", help="A role (decider) or a provider:model name.")]
 BaseUrlOption = Annotated[
@@ -76,6 +125,7 @@ def _print_notes(data: dict[str, Any], what: str) -> None:
 
 
 @app.command()
+@tells_when_interrupted("rank")
 def rank(
     items: ItemsArgument,
     instructions: Annotated[str, typer.Option("--instructions", "-i", help="The choice question.")],
@@ -116,6 +166,7 @@ def rank(
 
 
 @app.command()
+@tells_when_interrupted("rerank")
 def rerank(
     documents: Annotated[
         str,
@@ -170,6 +221,7 @@ def rerank(
 
 
 @app.command(name="filter")
+@tells_when_interrupted("filter")
 def filter_command(
     items: ItemsArgument,
     question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each item.")],
@@ -227,6 +279,7 @@ def filter_command(
 
 
 @app.command()
+@tells_when_interrupted("classify")
 def classify(
     texts: TextsArgument,
     question: Annotated[str, typer.Option("--question", "-q", help="The choice question asked of each text.")],
@@ -277,6 +330,7 @@ def classify(
 
 
 @app.command()
+@tells_when_interrupted("score")
 def score(
     texts: TextsArgument,
     question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each text.")],
