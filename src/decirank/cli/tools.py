@@ -22,6 +22,7 @@ from ._app import app
 from ._output import (
     check_base_url,
     console,
+    cost_text,
     error_console,
     json_or_text,
     new_table,
@@ -113,7 +114,7 @@ def _examples_option(answers: str) -> Any:
 
 def _usage_line(data: dict[str, Any]) -> str:
     usage = data["usage"]
-    cost = "unknown" if usage["cost"] is None else f"${usage['cost']:.6f}"
+    cost = cost_text(usage["cost"], usage["calls"])
     return f"model {data['model']} · {usage['calls']} call(s) · {usage['input_tokens']} input tokens · cost {cost}"
 
 
