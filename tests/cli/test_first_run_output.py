@@ -65,7 +65,8 @@ def test_the_batch_summary_counts_the_rows_it_wrote(tmp_path):
     assert summary["rows"] == 30 and summary["written"] == written < 30
     again = piped("batch", "filter", str(source), "--out", str(tmp_path / "k2.jsonl"), *dogs, "--workers", "0",
                   "--kept-only")  # fmt: skip
-    assert again.stdout.splitlines()[0].startswith(f"filter: {written} rows written to ") and "of 30 read" in again.stdout
+    first = again.stdout.splitlines()[0]
+    assert first.startswith(f"filter: {written} rows written to ") and "of 30 read" in first
 
 
 def test_an_empty_list_costs_nothing(tmp_path):
