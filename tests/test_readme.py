@@ -1,11 +1,11 @@
 """Every shell and Python block of the README runs as written, as a reader would run it.
 
 Each ```sh and ```python block is one test, run in a subprocess in a working folder that holds
-``examples/`` and the files the README's commands name (``items.json``, ``tickets.csv``, ...).
+``examples/``, where the files the README's commands name are (``examples/items.json``, ...).
 The blocks share one user folder (``DECIRANK_HOME``), in document order, so a block may use what
 an earlier one stored; the default role is ``lexical`` there, so no block waits on a model load.
 
-A file a block names that is not there yet goes in ``tests/readme_files/``. An HTML comment on
+A file a block names that is not there yet goes in ``examples/``, so a reader has it too. An HTML comment on
 the line just above a block says how to run it:
 
 - ``<!-- not-run: REASON -->``: the block is skipped, with REASON (a hosted key, a cluster, a
@@ -26,7 +26,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -161,21 +160,9 @@ def test_pip_lines_are_checked():
 # --- the working folder and the servers ---------------------------------------------------------
 
 
-#: Files the README's commands name (items.json, tickets.csv, ...), copied into the working folder:
-#: a block that names a new file gets it by adding the file here.
-FILES = Path(__file__).resolve().parent / "readme_files"
-
-
 def _write_files(folder: Path) -> None:
-    """The README's files in their documented shapes, ``examples/``, and a Parquet file made here."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+    """The files the README's commands name: ``examples/``, shipped with the checkout, as a reader has it."""
     (folder / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
-    for source in FILES.iterdir():
-        shutil.copyfile(source, folder / source.name)
-    reviews = pa.Table.from_pylist([{"review": "a moving film"}, {"review": "a dull mess"}])
-    pq.write_table(reviews, folder / "reviews.parquet")
 
 
 @pytest.fixture(scope="module")

@@ -39,13 +39,28 @@ def _background_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+#: Seconds a Ctrl-C waits for the cancelled work to end (and be recorded as cancelled) before it is raised.
+CANCEL_WAIT = 5.0
+
+
 def run_sync(function: Callable[P, Coroutine[Any, Any, T]], *args: P.args, **kwargs: P.kwargs) -> T:
     """Run ``function(*args, **kwargs)`` to completion and return its result."""
-    future = asyncio.run_coroutine_threadsafe(function(*args, **kwargs), _background_loop())
+    ended = threading.Event()
+
+    async def run() -> T:
+        try:
+            return await function(*args, **kwargs)
+        finally:
+            ended.set()
+
+    future = asyncio.run_coroutine_threadsafe(run(), _background_loop())
     try:
         return future.result()
     except KeyboardInterrupt:
         future.cancel()
+        # The loop is a daemon thread: a process exiting at once would end it before the
+        # cancelled work had closed its run, which would stay "running" in the run log.
+        ended.wait(CANCEL_WAIT)
         raise
     except concurrent.futures.CancelledError as error:
         raise CancelledError(f"{function.__name__} was cancelled before it finished") from error

@@ -113,3 +113,37 @@ def test_filter_needs_no_state(tmp_path):
     assert done.returncode == 0, done.stderr
     run = current_runlog().run(json.loads(done.stdout)["run_id"])
     assert run["inputs"]["state"] == {} and len(json.loads(done.stdout)["decisions"]) == 2
+
+
+ITEM_ROWS = [{"item": "I loved every minute of it", "answer": True}, {"item": "Two hours lost", "answer": False}]
+
+
+@pytest.mark.parametrize("tool", ["score", "classify", "filter"])
+def test_every_tool_takes_the_item_rows_examples_add_stores(tmp_path, tool):
+    """The {"item", "answer"} rows filter --examples and examples add take work for score and classify too."""
+    labels = [{**row, "answer": "yes" if row["answer"] else "no"} for row in ITEM_ROWS]
+    rows = labels if tool == "classify" else ITEM_ROWS
+    examples = tmp_path / "labelled.jsonl"
+    examples.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    texts = tmp_path / "reviews.jsonl"
+    texts.write_text('"A moving film."\n"A dull mess."\n', encoding="utf-8")
+    extra = ("--options", "yes,no") if tool == "classify" else ()
+    question = ("--question", "Is this review positive?", *extra)
+    ran = decirank(tool, str(texts), *question, "--examples", str(examples), "--model", "lexical", "--json")
+    assert ran.returncode == 0, ran.stderr
+    stored = decirank("examples", "add", f"rows-{tool}", str(examples))
+    assert stored.returncode == 0, stored.stderr
+
+
+def test_an_example_of_other_keys_says_it_is_an_object_and_which_keys(tmp_path):
+    """A row of other keys is named as an object with its keys, never as a list, for every tool."""
+    examples = tmp_path / "labelled.jsonl"
+    examples.write_text('{"text": "I loved it", "answer": true}\n', encoding="utf-8")
+    for tool in ("score", "filter"):
+        question = ("--question", "Is it positive?")
+        ran = decirank(tool, "-", *question, "--examples", str(examples), "--model", "lexical", input='["a film"]')
+        assert ran.returncode == 2
+        assert ran.stderr == (
+            'error: examples.0: expected an object {"item" or "state", "answer"} '
+            "(it is an object with the keys 'text', 'answer')\n"
+        ), tool

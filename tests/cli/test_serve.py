@@ -113,3 +113,18 @@ def test_bad_options_are_refused_before_serving_in_one_line(option, message):
     done = decirank("serve", *option)
     assert done.returncode == 2
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_serve_help_lists_every_endpoint_and_the_true_default_budget():
+    """serve --help names every tool and rerank endpoint, and the budget a request really gets by default."""
+    from decirank.cli.serve import DEFAULT_TIMEOUT
+    from decirank.server import DEFAULT_TIMEOUT as SERVER_DEFAULT_TIMEOUT
+    from decirank.server.app import create_app
+
+    assert DEFAULT_TIMEOUT == SERVER_DEFAULT_TIMEOUT
+    # Unwrapped, so each path reads whole whatever the terminal's width.
+    shown = " ".join(decirank("serve", "--help", env={**os.environ, "COLUMNS": "1000"}).stdout.split())
+    posted = {route.path for route in create_app("lexical").routes if "POST" in getattr(route, "methods", ())}
+    for path in posted:
+        assert path in shown, path
+    assert f"(default {DEFAULT_TIMEOUT:g}); a rerank gets this plus 20 ms per document" in shown

@@ -159,14 +159,15 @@ def test_routes_without_a_body_ignore_one_and_a_trailing_slash_is_not_redirected
 
 
 def test_the_schema_lists_every_guard_status_and_refuses_blank_text(client):
-    """Every operation lists 400, 408 and 413 (401 under /v1 and /v2, and on /metrics, which wants the key too);
+    """Every operation lists 400, 408 and 413 (401 under /v1 and /v2, and on /metrics and /rerank, which want it);
     blank text is outside the schema, as the server says."""
     document = client.get("/openapi.json").json()
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             listed = set(operation["responses"])
             assert {"400", "408", "413"} <= listed, (path, method)
-            assert ("401" in listed) == (path.startswith(("/v1/", "/v2/")) or path == "/metrics"), (path, method)
+            keyed = path.startswith(("/v1/", "/v2/")) or path in ("/metrics", "/rerank")
+            assert ("401" in listed) == keyed, (path, method)
     instructions = document["components"]["schemas"]["RankRequest"]["properties"]["instructions"]
     assert instructions["minLength"] == 1
     import re

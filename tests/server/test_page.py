@@ -192,6 +192,28 @@ def _browser_binary() -> str | None:
     return None
 
 
+#: How to get the browser these tests drive, as .ci/run does; said in every skip for want of one.
+GET_A_BROWSER = (
+    "install Debian's Chromium (apt-get install chromium, as .ci/run does before make test) "
+    "or set DECIRANK_TEST_BROWSER to a Chromium binary"
+)
+
+
+def no_browser_reason(binary: str | None, error: str) -> str:
+    """Why the page's browser tests skip, and how to run them."""
+    if binary is None:
+        return f"no headless browser: no Chromium on PATH; {GET_A_BROWSER}"
+    first_line = (error.strip().splitlines() or [""])[0]
+    return f"no headless browser: Chromium could not start ({binary}): {first_line}; {GET_A_BROWSER}"
+
+
+def test_a_skip_for_want_of_a_browser_says_how_to_get_one():
+    """Without Chromium the browser tests skip with the command that installs it, never silently."""
+    assert no_browser_reason(None, "Executable doesn't exist").endswith(GET_A_BROWSER)
+    assert "apt-get install chromium" in no_browser_reason("/usr/bin/chromium", "crashed\nmore")
+    assert "crashed" in no_browser_reason("/usr/bin/chromium", "crashed\nmore")
+
+
 @pytest.fixture(scope="module")
 def browser():
     try:
@@ -203,8 +225,7 @@ def browser():
         try:
             launched = playwright.chromium.launch(executable_path=binary)  # None: Playwright's own, if it has one
         except Error as error:
-            first_line = str(error).strip().splitlines()[0]
-            pytest.skip(f"no headless browser: Chromium could not start ({binary or 'none found'}): {first_line}")
+            pytest.skip(no_browser_reason(binary, str(error)))
         yield launched
         launched.close()
 

@@ -58,6 +58,7 @@ class BatchResult:
     output: str
     #: The errors file, when some rows failed; else None.
     errors: str | None
+    #: Data rows read from the input.
     rows: int
     answered: int
     failed: int
@@ -69,6 +70,8 @@ class BatchResult:
     workers: int
     chunk_rows: int
     usage: Usage = field(default_factory=Usage)
+    #: Rows written to the output: fewer than ``rows`` with ``kept_only``, or where a row could not be read.
+    written: int | None = None
     #: Usage by the model(s) that answered.
     models: dict[str, Usage] = field(default_factory=dict)
 
@@ -84,6 +87,7 @@ class BatchResult:
             "output": self.output,
             "errors": self.errors,
             "rows": self.rows,
+            "written": self.written,
             "answered": self.answered,
             "failed": self.failed,
             "resumed": self.resumed,
@@ -206,10 +210,11 @@ def _assemble(
     out_fmt: str,
     errors_path: Path,
     kept_only: bool = False,
-) -> None:
-    """Write the output (and the errors file) from the input and the finished chunks.
+) -> int:
+    """Write the output (and the errors file) from the input and the finished chunks; returns the rows written.
 
     ``kept_only`` (filter) writes only the rows kept; the others are still answered and counted.
+    A row that could not be read is not written: it is in the errors file.
     """
     chunk_rows = progress.chunk_rows
     ranks: dict[int, int] = {}
@@ -225,7 +230,7 @@ def _assemble(
     output_temporary = progress.temporary("output" + output_path.suffix)
     errors_temporary = progress.temporary("errors.jsonl")
     writer = RowWriter(output_temporary, out_fmt, answer_columns=job.columns, columns=columns, schema=schema)
-    failed = 0
+    failed = written = 0
     outcomes = progress.outcomes()
     outcome: ChunkOutcome | None = None
     errors_by_offset: dict[int, list[Any]] = {}
@@ -242,6 +247,7 @@ def _assemble(
                 answers = {**answers, "rank": ranks[row.index]}
             if row.value is not None and not (kept_only and not (answers or {}).get("kept")):
                 writer.write(row.value, answers)
+                written += 1
             error = errors_by_offset.get(offset)
             if error is not None:
                 failed += 1
@@ -259,6 +265,7 @@ def _assemble(
         os.replace(errors_temporary, errors_path)
     elif errors_path.exists():
         errors_path.unlink()  # a stale file from an earlier batch would blame rows that did not fail
+    return written
 
 
 def run_batch(
@@ -376,7 +383,7 @@ def run_batch(
                 on_progress(BatchProgress(total, progress.rows_done, progress.failed, resumed))
             if record.due():  # the run's outputs are built only when they are written
                 record.tick(outputs(), *totals())
-        _assemble(job, progress, input_path, in_fmt, output_path, out_fmt, errors_path, kept_only)
+        written = _assemble(job, progress, input_path, in_fmt, output_path, out_fmt, errors_path, kept_only)
     except BaseException as error:
         usage, models = totals()
         record.close(outputs(stopped=str(error)), usage, models, error)
@@ -393,6 +400,7 @@ def run_batch(
         output=os.fspath(output_path),
         errors=os.fspath(errors_path) if progress.failed else None,
         rows=total,
+        written=written,
         answered=progress.answered,
         failed=progress.failed,
         resumed=resumed,

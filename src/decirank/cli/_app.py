@@ -15,6 +15,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # -h as well as --help, on every command, as most command lines take it.
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 

@@ -21,9 +21,24 @@ from rich.text import Text
 from .._jsonpath import MISSING, JsonProblem, find_non_text, loads_json, resolve_dot_path
 from ..errors import InvalidInputError
 
-# Markup is off: what these print is the user's data ("[/path]" is text, not a closing tag).
-console = Console(markup=False)
-error_console = Console(stderr=True, markup=False)
+
+def _console(*, stderr: bool) -> Console:
+    # Markup is off: what these print is the user's data ("[/path]" is text, not a closing tag).
+    made = Console(stderr=stderr, markup=False)
+    # Piped or redirected, a line goes out whole: hard-wrapped at rich's 80 columns it would break logs and grep.
+    made.soft_wrap = not made.is_terminal
+    return made
+
+
+def cost_text(cost: float | None, calls: int) -> str:
+    """A run's cost as the summaries print it: no model call costs nothing, not an unknown amount."""
+    if cost is None:
+        return "$0.000000" if calls == 0 else "unknown"
+    return f"${cost:.6f}"
+
+
+console = _console(stderr=False)
+error_console = _console(stderr=True)
 
 __all__ = [
     "bad_json",
@@ -31,6 +46,7 @@ __all__ = [
     "check_host",
     "check_text",
     "console",
+    "cost_text",
     "error_console",
     "json_or_text",
     "new_table",

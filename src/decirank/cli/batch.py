@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from ..errors import InvalidInputError
 from ._app import app
 from ._output import (
     check_base_url,
     console,
+    cost_text,
     error_console,
     json_or_text,
     options_value,
@@ -115,7 +117,48 @@ def _progress_bar(label: str, seen: dict[str, Any]) -> Iterator[Any]:
         yield update
 
 
-@app.command()
+_HELP_TOOL = "decirank.batch.help_tool"
+
+
+def _for_tools(parameter: Any) -> set[str] | None:
+    """The tools (or engine) an option's help names before its colon ("filter, score: ..."), None for all."""
+    prefix, colon, _ = (getattr(parameter, "help", None) or "").partition(":")
+    names = {name.strip() for name in prefix.split(",")}
+    return names if colon and names <= {*(tool.value for tool in Tool), "ray"} else None
+
+
+class _BatchCommand(TyperCommand):
+    """``decirank batch TOOL --help`` lists the options TOOL takes, not every tool's."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # --help is eager: it is answered while parsing, before TOOL is; so TOOL is read from the raw words.
+        ctx.meta[_HELP_TOOL] = args[0] if args and args[0] in {tool.value for tool in Tool} else None
+        return super().parse_args(ctx, args)
+
+    def format_help_text(self, ctx: Any, formatter: Any) -> None:
+        tool = ctx.meta.get(_HELP_TOOL)
+        if tool is None:
+            super().format_help_text(ctx, formatter)
+            return
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text(
+                f"Run {tool} on every row of a file; killed, it resumes when run again with the same --out. "
+                f"The options {tool} takes; decirank batch --help lists every tool's."
+            )
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        tool = ctx.meta.get(_HELP_TOOL)
+        every = self.params
+        if tool is not None:
+            self.params = [p for p in every if (_for_tools(p) or {tool, "ray"}) & {tool, "ray"}]
+        try:
+            super().format_options(ctx, formatter)
+        finally:
+            self.params = every
+
+
+@app.command(cls=_BatchCommand)
 def batch(
     tool: Annotated[
         Tool, typer.Argument(metavar="TOOL", help="filter, classify, rerank or score.", show_default=False)
@@ -233,11 +276,14 @@ def batch(
         return
     failed = f", {result.failed} failed (see {result.errors})" if result.failed else ""
     resumed = f", {result.resumed} done before" if result.resumed else ""
+    written = result.rows if result.written is None else result.written
+    read = f" of {result.rows:,} read" if written != result.rows else ""
     console.print(
-        f"{result.tool}: {result.rows} rows written to {result.output}: {result.answered} answered{failed}{resumed}",
+        f"{result.tool}: {written:,} rows written to {result.output}{read}: {result.answered:,} answered{failed}"
+        f"{resumed}",
         highlight=False,
     )
-    cost = "unknown" if result.usage.cost is None else f"${result.usage.cost:.6f}"
+    cost = cost_text(result.usage.cost, result.usage.calls)
     run_id = f" · run {result.run_id[:12]}" if result.run_id else ""
     console.print(
         f"{result.rows_per_second:,.0f} rows/s · {result.workers} {result.engine} worker(s) · "
@@ -245,3 +291,11 @@ def batch(
         style="dim",
         highlight=False,
     )
+    if Path(result.input).suffix.lower() == ".csv" and Path(result.output).suffix.lower() == ".parquet":
+        # The CSV reader infers no types: a column of numbers is read, and so written, as text.
+        console.print(
+            "note: a CSV's values are text, so its columns are strings in the Parquet output "
+            "(cast them there, or give JSON Lines or Parquet input to keep numbers as numbers)",
+            style="dim",
+            highlight=False,
+        )

@@ -12,6 +12,7 @@ import typer
 from ..batching.engines import usable_cores
 from ..decisions.decider import Decider
 from ..errors import MissingAssetError
+from ..tools.rerank import PER_DOCUMENT_TIMEOUT
 from ._app import app
 from ._output import check_host, error_console
 
@@ -34,6 +35,10 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+#: The server's default budget (server/_deps.py's DEFAULT_TIMEOUT), kept here so --help needs no fastapi.
+DEFAULT_TIMEOUT = 30.0
 
 
 def _positive_seconds(value: float | None) -> float | None:
@@ -60,7 +65,7 @@ def serve(
         typer.Option(
             "--api-key",
             envvar="DECIRANK_SERVER_API_KEY",
-            help="Require Authorization: Bearer KEY on every /v1 endpoint.",
+            help="Require Authorization: Bearer KEY on every /v1 and /v2 endpoint and on /rerank.",
         ),
     ] = None,
     max_body_bytes: Annotated[
@@ -71,7 +76,8 @@ def serve(
         typer.Option(
             "--timeout",
             callback=_positive_seconds,
-            help="Seconds a request may take when it names no budget (default 30).",
+            help=f"Seconds a request may take when it names no budget (default {DEFAULT_TIMEOUT:g}); a rerank "
+            f"gets this plus {PER_DOCUMENT_TIMEOUT * 1000:g} ms per document.",
         ),
     ] = None,
     allow_exec: Annotated[
@@ -123,9 +129,11 @@ def serve(
 ) -> None:
     """Serve the tools and the model over HTTP.
 
-    The tools at /v1/rank, /v1/rerank (Cohere's shape), /v1/filter and /v1/score_list; the model at
-    /v1/systemone and /v1/decisions; the run log at /v1/runs; their OpenAPI document at /openapi.json; probes at
-    /healthz (alive) and /readyz (model loaded, run log writable); Prometheus metrics at /metrics.
+    The tools at /v1/rank, /v1/filter, /v1/classify, /v1/score and /v1/score_list; rerank at /v1/rerank (Cohere's
+    v1 and Jina's shape), /v2/rerank (Cohere's v2) and /rerank (text-embeddings-inference's and Infinity's); the
+    model at /v1/systemone and /v1/decisions; the run log at /v1/runs; their OpenAPI document at /openapi.json;
+    probes at /healthz (alive) and /readyz (model loaded, run log writable); Prometheus metrics at /metrics; a page
+    to try them at /.
     """
     try:
         from ..server.workers import PortInUseError, ServeOptions, listen

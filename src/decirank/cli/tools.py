@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Annotated, Any
 
 import typer
+
+from ..stores.runlog import current_runlog
 
 from ..tools.classify import classify as classify_texts
 from ..tools.filter import DEFAULT_MIN_CONFIDENCE
 from ..tools.filter import filter as filter_items
 from ..tools.rank import rank as rank_items
 from ..tools.rerank import rerank as rerank_documents
+from ..tools.score import DEFAULT_MAX_CONCURRENCY as DEFAULT_SCORE_CONCURRENCY
 from ..tools.score import score as score_texts
 from ._app import app
 from ._output import (
     check_base_url,
     console,
+    cost_text,
+    error_console,
     json_or_text,
     new_table,
     options_value,
@@ -26,6 +34,49 @@ from ._output import (
     short_text,
     shown_item,
 )
+
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT), as batch's.
+EXIT_INTERRUPTED = 130
+
+
+def interrupted_message(tool: str, since: datetime) -> str:
+    """What a Ctrl-C stopped, and what the run log recorded of it (the run a tool call started after ``since``)."""
+    runlog = current_runlog()
+    if runlog is None:
+        return f"interrupted: {tool} was cancelled; the run log is off, so nothing was recorded"
+    newest = runlog.runs(limit=1, tool=tool)
+    if not newest or datetime.fromisoformat(newest[0]["started_at"]) < since:
+        return f"interrupted: {tool} was cancelled before it asked a model; the run log recorded nothing"
+    run = runlog.run(newest[0]["id"])
+    answered = sum(child["status"] == "success" for child in run["children"])
+    short = run["id"][:12]
+    return (
+        f"interrupted: {tool} was cancelled after {answered} of its model calls had answered; the run log recorded "
+        f"run {short} as {run['status']} (decirank runs show {short})"
+    )
+
+
+def tells_when_interrupted(tool: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A tool command that, on Ctrl-C, says what was interrupted and what the run log recorded, then exits 130.
+
+    Typer turns a KeyboardInterrupt into a silent exit 130 before decirank's own handler sees it,
+    so the command catches it itself.
+    """
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> None:
+            since = datetime.now(timezone.utc)
+            try:
+                command(*args, **kwargs)
+            except KeyboardInterrupt:
+                error_console.print(interrupted_message(tool, since), highlight=False, soft_wrap=True)
+                raise typer.Exit(EXIT_INTERRUPTED) from None
+
+        return run
+
+    return decorate
+
 
 ModelOption = Annotated[str, typer.Option("--model", "-m", help="A role (decider) or a provider:model name.")]
 BaseUrlOption = Annotated[
@@ -56,14 +107,14 @@ def _examples_option(answers: str) -> Any:
     return typer.Option(
         "--examples",
         metavar="FILE|NAME",
-        help=f'Labelled texts: a JSON or JSON Lines file of {{"state": <text>, "answer": {answers}}}, - for stdin, '
-        "or a set stored with decirank examples add.",
+        help=f'Labelled texts: a JSON or JSON Lines file of {{"item": <text>, "answer": {answers}}} (or "state" for '
+        '"item"), - for stdin, or a set stored with decirank examples add.',
     )
 
 
 def _usage_line(data: dict[str, Any]) -> str:
     usage = data["usage"]
-    cost = "unknown" if usage["cost"] is None else f"${usage['cost']:.6f}"
+    cost = cost_text(usage["cost"], usage["calls"])
     return f"model {data['model']} · {usage['calls']} call(s) · {usage['input_tokens']} input tokens · cost {cost}"
 
 
@@ -75,6 +126,7 @@ def _print_notes(data: dict[str, Any], what: str) -> None:
 
 
 @app.command()
+@tells_when_interrupted("rank")
 def rank(
     items: ItemsArgument,
     instructions: Annotated[str, typer.Option("--instructions", "-i", help="The choice question.")],
@@ -115,6 +167,7 @@ def rank(
 
 
 @app.command()
+@tells_when_interrupted("rerank")
 def rerank(
     documents: Annotated[
         str,
@@ -169,6 +222,7 @@ def rerank(
 
 
 @app.command(name="filter")
+@tells_when_interrupted("filter")
 def filter_command(
     items: ItemsArgument,
     question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each item.")],
@@ -226,6 +280,7 @@ def filter_command(
 
 
 @app.command()
+@tells_when_interrupted("classify")
 def classify(
     texts: TextsArgument,
     question: Annotated[str, typer.Option("--question", "-q", help="The choice question asked of each text.")],
@@ -276,6 +331,7 @@ def classify(
 
 
 @app.command()
+@tells_when_interrupted("score")
 def score(
     texts: TextsArgument,
     question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each text.")],
@@ -285,6 +341,15 @@ def score(
     model: ModelOption = "decider",
     base_url: BaseUrlOption = None,
     timeout: TimeoutOption = None,
+    max_concurrency: Annotated[
+        int,
+        typer.Option(
+            "--max-concurrency",
+            min=1,
+            help="Requests in flight at once where each text is its own request (a hosted model); "
+            "the embedded model takes up to 256 texts a call.",
+        ),
+    ] = DEFAULT_SCORE_CONCURRENCY,
     as_json: JsonOption = False,
 ) -> None:
     """The probability that a yes/no question is true of each text (one likelihood question per text)."""
@@ -300,6 +365,7 @@ def score(
         model=model,
         base_url=base_url,
         timeout=timeout,
+        max_concurrency=max_concurrency,
     )
     data = result.to_dict()
     if as_json:

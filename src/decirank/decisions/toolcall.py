@@ -33,17 +33,23 @@ __all__ = ["ToolCall", "check_timeout", "gather"]
 T = TypeVar("T")
 
 
-async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
-    """Run ``jobs`` concurrently; the first failure cancels the rest and is raised as is."""
+async def gather(jobs: Sequence[Callable[[], Awaitable[T]]], *, concurrency: int | None = None) -> list[T]:
+    """Run ``jobs`` concurrently, at most ``concurrency`` at once (None: all); the first failure cancels the
+    rest and is raised as is."""
     results: list[Any] = [None] * len(jobs)
     failure: BaseException | None = None
+    limiter = anyio.CapacityLimiter(concurrency) if concurrency is not None else None
 
     async with anyio.create_task_group() as group:
 
         async def run(index: int, job: Callable[[], Awaitable[T]]) -> None:
             nonlocal failure
             try:
-                results[index] = await job()
+                if limiter is None:
+                    results[index] = await job()
+                else:
+                    async with limiter:
+                        results[index] = await job()
             except Exception as error:  # the first one wins; siblings are cancelled, not failed
                 if failure is None:
                     failure = error
@@ -185,9 +191,13 @@ class ToolCall:
             self._answered_by.append(response.model)
         return response
 
-    async def ask_all(self, requests: Sequence[DecisionRequest]) -> list[DecisionResponse]:
-        """Several decisions at once under the one budget; any failure fails them all."""
-        return await gather([lambda request=request: self.ask(request) for request in requests])
+    async def ask_all(
+        self, requests: Sequence[DecisionRequest], *, concurrency: int | None = None
+    ) -> list[DecisionResponse]:
+        """Several decisions at once under the one budget, at most ``concurrency`` in flight (None: all);
+        any failure fails them all."""
+        jobs = [lambda request=request: self.ask(request) for request in requests]
+        return await gather(jobs, concurrency=concurrency)
 
     def _record_attempt(self, decision: int, attempt: Attempt) -> None:
         self.usage = self.usage + attempt.usage

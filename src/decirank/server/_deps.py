@@ -279,10 +279,12 @@ def needs_api_key(request: Request) -> None:
 
 #: The paths the API key guards: the API's, whatever the route (one added later, or none: a 404).
 KEYED_PREFIXES = ("/v1/", "/v2/")
+#: Keyed paths outside those prefixes: ``/rerank``, where text-embeddings-inference and Infinity serve it.
+KEYED_PATHS = ("/rerank",)
 
 
 def wants_key(path: str) -> bool:
-    return path.startswith(KEYED_PREFIXES)
+    return path.startswith(KEYED_PREFIXES) or path in KEYED_PATHS
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

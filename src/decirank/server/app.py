@@ -81,6 +81,7 @@ from ._deps import (
 )
 from .page import page_router
 from .routes import router
+from .tei_infinity import tei_infinity_router
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT",
@@ -561,6 +562,7 @@ def create_app(
     application.include_router(router)
     application.include_router(probes_router)
     application.include_router(page_router)  # the page at / and the read-only endpoints it needs
+    application.include_router(tei_infinity_router)  # POST /rerank as text-embeddings-inference and Infinity
 
     @application.exception_handler(DecirankError)
     async def decirank_error(request: Request, error: DecirankError) -> JSONResponse:

@@ -217,7 +217,14 @@ async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
     warnings = []
     if body.max_chunks_per_doc is not None:
         warnings.append("max_chunks_per_doc is not applied: each model reads a document up to its own context")
-    return {"id": result.run_id, "results": results, "meta": _cohere_meta(result, warnings, api_version="1")}
+    return {
+        "id": result.run_id,
+        "results": results,
+        "meta": _cohere_meta(result, warnings, api_version="1"),
+        # Jina's rerank API shares this path and shape, and its clients read these two at the top level.
+        "model": result.model,
+        "usage": {"total_tokens": result.usage.input_tokens + result.usage.output_tokens},
+    }
 
 
 @api.post("/v2/rerank", response_model=wire.RerankV2Response, **_COHERE_ROUTE)

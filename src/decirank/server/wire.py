@@ -130,10 +130,16 @@ class RerankResult(BaseModel):
     document: dict[str, Any] | None = None
 
 
+class JinaUsage(BaseModel):
+    total_tokens: int
+
+
 class RerankResponse(BaseModel):
     id: str | None
     results: list[RerankResult]
     meta: dict[str, Any]
+    model: str = Field(description="The model that answered (Jina's clients read it here, Cohere's in meta).")
+    usage: JinaUsage = Field(description="Tokens read, as Jina's rerank API reports them.")
 
 
 class RelevantSpans(Body):
@@ -229,8 +235,8 @@ Texts = Annotated[list[Any], Field(description="The texts, each asked about on i
 def _text_examples(answer: str) -> Any:
     return Field(
         None,
-        description=f'Labelled texts: [{{"state": <text>, "answer": {answer}}}], or the name of an example set '
-        "stored on this server.",
+        description=f'Labelled texts: [{{"item": <text>, "answer": {answer}}}] or [{{"state": <text>, "answer": '
+        f'{answer}}}], or the name of an example set stored on this server.',
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._jsonpath import first_unfit
+from .._jsonpath import first_unfit, to_text
 from ..errors import InvalidInputError
 from ..stores.examples import resolve_examples
 from ..types.questions import Example
@@ -122,14 +122,16 @@ def check_examples(
 ) -> tuple[Example, ...]:
     """A tool's labelled examples as :class:`Example` values; a string is a stored set's name.
 
-    Each example is an ``Example`` or ``{"state": <text>, "answer": ...}``; where ``item_text``
-    is given (the filter tool), ``{"item": <item>, "answer": ...}`` too, the item shown by it.
-    Errors name the example and its part (``examples.3.answer``).
+    Every tool takes the one format ``decirank examples add`` stores: an ``Example``,
+    ``{"state": <text>, "answer": ...}`` or ``{"item": <item>, "answer": ...}``, the item shown
+    by ``item_text`` (the filter tool's describe path) or else as the tools show a text (a string
+    as it is, anything else as canonical JSON). Errors name the example and its part
+    (``examples.3.answer``), and an object of other keys says which keys it has.
     """
     examples = resolve_examples(examples, field)
     if examples is None:
         return ()
-    shapes = '{"item" or "state", "answer"}' if item_text else '{"state", "answer"}'
+    shapes = '{"item" or "state", "answer"}'
     if isinstance(examples, str | bytes | Mapping) or not isinstance(examples, Sequence):
         raise InvalidInputError(field, f"a list of {shapes} or a stored example set's name", got=examples)
     checked = []
@@ -139,11 +141,14 @@ def check_examples(
             state, answer = example.state, example.answer
         elif isinstance(example, Mapping) and set(example) == {"state", "answer"}:
             state, answer = example["state"], example["answer"]
-        elif item_text is not None and isinstance(example, Mapping) and set(example) == {"item", "answer"}:
-            state, answer = item_text(example["item"], f"{where}.item"), example["answer"]
+        elif isinstance(example, Mapping) and set(example) == {"item", "answer"}:
+            item = example["item"]
+            state, answer = (item_text(item, f"{where}.item") if item_text else to_text(item)), example["answer"]
+        elif isinstance(example, Mapping):
+            keys = ", ".join(repr(str(key)) for key in example) or "none"
+            raise InvalidInputError(where, f"an object {shapes}", detail=f"it is an object with the keys {keys}")
         else:
-            got = sorted(map(str, example)) if isinstance(example, Mapping) else example
-            raise InvalidInputError(where, f"an object {shapes}", got=got)
+            raise InvalidInputError(where, f"an object {shapes}", got=example)
         if not answer_ok(answer):
             raise InvalidInputError(f"{where}.answer", expected_answer, got=answer)
         checked.append(Example(check_encodable(state, f"{where}.state"), answer))

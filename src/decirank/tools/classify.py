@@ -117,7 +117,7 @@ def check_options(options: Any, none: str | None = None, field_name: str = "opti
 
 
 def choice_examples(examples: Any, options: Mapping[str, str], field_name: str = "examples") -> tuple[Example, ...]:
-    """``[{"state": <text>, "answer": <option key>}]`` (or Examples, or a stored set's name) as Examples."""
+    """``[{"item" or "state": <text>, "answer": <option key>}]`` (or Examples, or a stored set's name) as Examples."""
     return check_examples(
         examples,
         field_name,

@@ -375,13 +375,19 @@ def _text_examples(answer: dict[str, Any], answer_words: str) -> dict[str, Any]:
     """The schema of ``examples`` for a tool whose texts are the states: labelled texts, or a stored set's name."""
     return {
         "description": (
-            f'Labelled texts that teach the question: [{{"state": "<text>", "answer": {answer_words}}}], '
+            f'Labelled texts that teach the question: [{{"item": <text>, "answer": {answer_words}}}] (as '
+            f'filter and decirank examples add take them) or [{{"state": "<text>", "answer": ...}}], '
             "or the name of a stored example set"
         ),
         "anyOf": [
             {
                 "type": "array",
-                "items": _object({"state": _ANY, "answer": answer}, ["state", "answer"], closed=True),
+                "items": {
+                    "anyOf": [
+                        _object({"item": _ANY, "answer": answer}, ["item", "answer"], closed=True),
+                        _object({"state": _ANY, "answer": answer}, ["state", "answer"], closed=True),
+                    ]
+                },
             },
             {"type": "string"},
         ],

@@ -4,11 +4,24 @@ Each text is the state of its own :class:`~decirank.types.questions.LikelihoodQu
 (``question``, with optional ``true``/``false`` descriptions of each outcome), as
 ``decirank eval labels --type noul`` asks it; its score is the probability. A
 text's score never depends on the other texts of the call. ``examples`` are
-labelled texts, ``{"state": <text>, "answer": true/false}``, or a stored set's name.
+labelled texts, ``{"item": <text>, "answer": true/false}`` (``"state"`` for ``"item"`` too,
+as every tool and ``decirank examples add`` take them), or a stored set's name.
 
 Unlike filter, which asks about one state with the item inside the question,
 score asks about each text itself ("Is this review positive?" of every review).
 A failed call, or an answer missing or outside [0, 1], fails the whole call.
+
+How the texts travel depends on what the role's models take in one call. The
+System One and OpenAI wire formats carry one state per request, so each text
+is its own request, at most ``max_concurrency`` in flight, all under the call's
+one budget. The embedded model (``local``, with its dense encoder) reads a
+yes/no question that ends in a labelled block, ``<question>\nText: <text>``,
+as that question asked of the block, exactly as it reads the question asked
+with the text as the state, and answers a call's questions with one encoder
+pass over all their texts; so for it the texts go as the questions of a few
+calls of ``max_questions`` each, as filter's items do. A text that would not
+read back exactly (leading or trailing blanks), or a question that already has
+a frame or a block of its own, goes as its own request instead.
 """
 
 from __future__ import annotations
@@ -19,11 +32,13 @@ from typing import Any
 
 from .._jsonpath import to_text
 from .._sync import run_sync, sync_twin
+from ..backends.base import Backend
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..types.answers import Usage
 from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
 from ._checks import (
+    check_count,
     check_encodable,
     check_examples,
     check_instructions,
@@ -31,11 +46,15 @@ from ._checks import (
     check_no_blank,
     check_optional_text,
 )
-from ._likelihoods import TextNote, notes_of
+from ._likelihoods import TextNote, notes_of, questions_per_call
 
-__all__ = ["ScoreResult", "ascore", "likelihood_examples", "score"]
+__all__ = ["DEFAULT_MAX_CONCURRENCY", "ScoreResult", "ascore", "likelihood_examples", "score"]
 
 QUESTION_ID = "score"
+#: The label of the block a text is asked in, where the texts go inside questions.
+SUBJECT_LABEL = "Text"
+#: Requests in flight at once where each text is a request of its own.
+DEFAULT_MAX_CONCURRENCY = 16
 
 
 @dataclass(frozen=True)
@@ -60,7 +79,7 @@ class ScoreResult:
 
 
 def likelihood_examples(examples: Any, field_name: str = "examples") -> tuple[Example, ...]:
-    """``[{"state": <text>, "answer": true/false}]`` (or Examples, or a stored set's name) as Examples."""
+    """``[{"item" or "state": <text>, "answer": true/false}]`` (or Examples, or a stored set's name) as Examples."""
     return check_examples(
         examples, field_name, answer_ok=lambda answer: isinstance(answer, bool), expected_answer="true or false"
     )
@@ -76,8 +95,13 @@ async def ascore(
     model: str = DEFAULT_ROLE,
     timeout: float | None = None,
     base_url: str | None = None,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
 ) -> ScoreResult:
-    """The probability that ``question`` is true of each text (strings; anything else as canonical JSON)."""
+    """The probability that ``question`` is true of each text (strings; anything else as canonical JSON).
+
+    ``max_concurrency`` bounds the requests in flight where each text is a request of its own
+    (a hosted model's wire format); the embedded model takes many texts in each call.
+    """
     texts = check_encodable([to_text(text) for text in check_items(texts, "texts")], "texts")
     check_no_blank(texts, "texts")
     question = check_instructions(question, "question")
@@ -87,16 +111,67 @@ async def ascore(
     inputs = {"texts": texts, "question": question, "true": true, "false": false}
     if examples:
         inputs["examples"] = [example.to_dict() for example in examples]
+    concurrency = check_count(max_concurrency, "max_concurrency")
     async with ToolCall(
         "score", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
     ) as call:
+        assert call.decider is not None
+        in_questions = _texts_in_questions(call.decider.chain, question, texts)
+        per_call = questions_per_call(call, None)
+        batched = sorted(in_questions)
+        requests = [
+            DecisionRequest(
+                state={},
+                questions={
+                    str(i): LikelihoodQuestion(in_questions[i], true=true, false=false, examples=examples)
+                    for i in batched[start : start + per_call]
+                },
+            )
+            for start in range(0, len(batched), per_call)
+        ]
+        alone = [i for i in range(len(texts)) if i not in in_questions]
         asked = LikelihoodQuestion(question, true=true, false=false, examples=examples)
-        requests = [DecisionRequest(state=text, questions={QUESTION_ID: asked}) for text in texts]
-        responses = await call.ask_all(requests) if texts else []
-        probabilities = [float(response.answers[QUESTION_ID].probability) for response in responses]
-        notes = notes_of(responses, lambda position, _: position)
+        requests += [DecisionRequest(state=texts[i], questions={QUESTION_ID: asked}) for i in alone]
+        responses = await call.ask_all(requests, concurrency=concurrency) if texts else []
+        probabilities: list[float] = [0.0] * len(texts)
+        in_calls = len(responses) - len(alone)
+        for response in responses[:in_calls]:
+            for qid, answer in response.answers.items():
+                probabilities[int(qid)] = float(answer.probability)
+        for index, response in zip(alone, responses[in_calls:], strict=True):
+            probabilities[index] = float(response.answers[QUESTION_ID].probability)
+
+        def index_of(position: int, qid: str) -> int:
+            return int(qid) if position < in_calls else alone[position - in_calls]
+
+        notes = notes_of(responses, index_of)
         call.record_outputs({"probabilities": probabilities, "notes": [note.to_dict() for note in notes]})
         return ScoreResult(probabilities, call.answered_by, call.usage, call.run_id, notes)
+
+
+def _texts_in_questions(chain: Sequence[Backend], question: str, texts: Sequence[str]) -> dict[int, str]:
+    """The texts (by position) that go inside questions, each as the question that asks of it; see the docstring.
+
+    Only where every model of the role reads such a question exactly as the text asked as the state,
+    so a failover cannot change an answer: the embedded model with its dense encoder (the
+    SPLADE-only variant compares a framed passage the other way round).
+    """
+    if not texts or not all(backend.provider == "local" for backend in chain):
+        return {}
+    # Imported only here: the chain is the embedded model, so its package is loaded already.
+    from ..backends.local._model import VARIANTS
+    from ..backends.local._text import split_question
+
+    if not all(VARIANTS[backend.model].dense for backend in chain):
+        return {}
+    if split_question(question) != ("", question):
+        return {}
+    found = {}
+    for index, text in enumerate(texts):
+        asked = f"{question}\n{SUBJECT_LABEL}: {text}"
+        if split_question(asked) == (question, text):
+            found[index] = asked
+    return found
 
 
 @sync_twin(ascore)
@@ -110,6 +185,7 @@ def score(
     model: str = DEFAULT_ROLE,
     timeout: float | None = None,
     base_url: str | None = None,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
 ) -> ScoreResult:
     """Sync twin of :func:`ascore`, which takes the same arguments; use that one in async code."""
     return run_sync(
@@ -122,4 +198,5 @@ def score(
         model=model,
         timeout=timeout,
         base_url=base_url,
+        max_concurrency=max_concurrency,
     )
