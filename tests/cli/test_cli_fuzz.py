@@ -145,7 +145,15 @@ def command_lines(items: str, rows: str, plan: str) -> list[tuple[list[str], str
 @pytest.fixture
 def no_listening(monkeypatch):
     """``serve`` and ``mcp`` return where they would listen: their arguments are what is under test."""
-    monkeypatch.setattr("decirank.server.workers.serve", lambda options: None)
+    def bound_and_returned(options, sock=None):
+        if sock is not None:  # the port serve bound before its banner, closed at once
+            sock.close()
+
+    monkeypatch.setattr("decirank.server.workers.serve", bound_and_returned)
+    # serve and mcp make their process the reaper of what exec commands leave; in-process here, that would make
+    # the test process end the children of every later test
+    monkeypatch.setattr("decirank.tools._evaluators.exec.adopt_orphans", lambda: None)
+    monkeypatch.setattr("decirank.server.workers.adopt_orphans", lambda: None)
     monkeypatch.setattr("decirank.cli.mcp.serve", lambda *args, **kwargs: None)
 
 
