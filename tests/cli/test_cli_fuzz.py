@@ -145,6 +145,7 @@ def command_lines(items: str, rows: str, plan: str) -> list[tuple[list[str], str
 @pytest.fixture
 def no_listening(monkeypatch):
     """``serve`` and ``mcp`` return where they would listen: their arguments are what is under test."""
+
     def bound_and_returned(options, sock=None):
         if sock is not None:  # the port serve bound before its banner, closed at once
             sock.close()

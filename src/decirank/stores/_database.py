@@ -180,7 +180,7 @@ class SQLiteDatabase(Database):
             )
             self._connection.row_factory = sqlite3.Row
             self._connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._connection.execute("PRAGMA journal_mode = WAL")
+            _enter_wal(self._connection)
             # In WAL mode NORMAL never corrupts the file; a power cut may lose the last rows.
             self._connection.execute("PRAGMA synchronous = NORMAL")
             if background_checkpoints:
@@ -221,6 +221,23 @@ class SQLiteDatabase(Database):
         if self._checkpointer is not None:
             self._checkpointer.stop()
         self._connection.close()
+
+
+def _enter_wal(connection: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode = WAL``, retried while another process opening the same file holds it.
+
+    Switching the journal mode can answer "database is locked" at once, without waiting on the busy
+    handler, when two processes open a new log together; it is retried within the same budget.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 class _Checkpointer:

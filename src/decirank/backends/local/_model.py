@@ -23,11 +23,16 @@ compared with what and how the similarity becomes a probability:
 - **yes/no** (a yes/no or score question about a text: the filter tool's item,
   else the state): the question is read (``_head.read_yes_no``: its topic, its
   true and false sides, its negation) and the trained decision head
-  (``_head``) turns the text's and the question's vectors into a probability.
-  A score question asked "how" has its top and bottom levels as its two sides;
-  one worded yes/no spreads that question's likelihood over its levels.
+  (``_head``) turns the text's and the question's vectors into a logit; the
+  reader (``_reader``, a cross-encoder) reads the plain question with the text,
+  and a blend by kind of question combines the two (``_reader.Blend``); a
+  negated question gets its plain form's answer turned round. A score question
+  asked "how" has its top and bottom levels as the head's two sides; one worded
+  yes/no spreads that question's likelihood over its levels.
 - **labels** (a choice whose options are short): the state against each label,
-  MiniLM alone (SPLADE's term matches hurt short texts), ``softmax``.
+  MiniLM alone (SPLADE's term matches hurt short texts), ``softmax``; the best
+  READ_OPTIONS of them are then read by the reader, and "none of these" is
+  whether even the best one read fits (``_read_choice``).
 - **items** (a choice among short items with no state: "Which one is about
   pets?"): each item's yes/no likelihood from the head, shared out among them.
 - **none of these** (an option keyed ``none`` or described as such) gets the
