@@ -93,6 +93,9 @@ def test_the_reader_reads_a_question_and_a_text_as_one_pair_and_cuts_only_the_te
 def test_options_and_levels_are_asked_as_yes_no_questions_of_their_own():
     assert option_asked("Which team?", "tech_support", "the app, logins") == "Which team? tech support: the app, logins"
     assert option_asked("Which team?", "billing", "billing") == "Which team? billing"
+    assert option_asked("Which one answers?", "003", "SPLADE for first-stage ranking") == (
+        "Which one answers? SPLADE for first-stage ranking"
+    )
     assert level_asked("How urgent is this?", "high") == "How urgent is this? high"
     assert reader_asks("Is it good?", "good", None) == "Is it good? (yes: good; no: -)"
 

@@ -740,8 +740,8 @@ class LocalModel:
         """A choice among labels: the bi-encoder's best options, each read by the reader as a yes/no question.
 
         The options read share the bi-encoder's mass for them by a softmax of the reader's logits and their
-        similarity; the others keep the bi-encoder's share. "None of these" is whether even the best option
-        read is a no, one threshold for every domain (``Blend``).
+        similarity; the others keep the bi-encoder's share. "None of these" comes from how well the best option
+        reads and how close the closest one is, one map for every domain (``Blend``).
         """
         blend = _runtime.blend
         similarity = vectors.cosines(plan.queries[0], plan.subjects)

@@ -46,6 +46,8 @@ def option_asked(question: str, key: str, description: str) -> str:
     name, description = _label(key), (description or "").strip()
     if not description or description.lower() == name.lower():
         return f"{question.strip()} {name}"
+    if name.isdigit():  # a position, as rank keys its items: it says nothing of the option
+        return f"{question.strip()} {description}"
     return f"{question.strip()} {name}: {description}"
 
 
