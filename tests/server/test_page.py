@@ -604,6 +604,10 @@ def test_a_batch_run_shows_its_item_count(page, served, tmp_path):
     assert done.returncode == 0, done.stderr
     _open(page, url, "#/runs")
     page.select_option("#f-tool", "batch")
-    page.wait_for_selector("#runs-table tbody tr")
+    # The unfiltered rows stay until the filtered list arrives: wait for that list, not for any row.
+    page.wait_for_function(
+        "() => { const cell = document.querySelector('#runs-table tbody tr td:nth-child(2)');"
+        " return cell !== null && cell.textContent === 'batch'; }"
+    )
     cells = page.locator("#runs-table tbody tr").first.locator("td").all_text_contents()
     assert cells[1] == "batch" and cells[3] == "7"
