@@ -7,27 +7,19 @@ with the text. Real weights, no fakes.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 
 import pytest
 
 import decirank
-from decirank.backends import create_backend
 from decirank.backends.local._assets import SHA256, find_blend, find_reader
 from decirank.backends.local._reader import asked as reader_asks
 from decirank.backends.local._reader import level_asked, option_asked, pair_ids
-from decirank.types.answers import check_response
-from decirank.types.questions import DecisionRequest, LikelihoodQuestion
+from decirank.types.questions import LikelihoodQuestion
+
+from .test_local_shapes import decide
 
 TEAMS = {"billing": "payments, refunds, invoices", "tech": "the app, logins, bugs"}
-
-
-def decide(state, **questions):
-    request = DecisionRequest(state=state, questions=questions)
-    response = asyncio.run(create_backend("local").decide(request))
-    check_response(request, response)
-    return response.answers
 
 
 def test_the_reader_and_its_blend_ship_with_their_recorded_hashes():

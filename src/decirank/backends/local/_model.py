@@ -177,30 +177,21 @@ class _Runtime:
 
     @staticmethod
     def _make_heads() -> dict[str, DecisionHead]:
-        path = find_decision_head()
-        try:
-            return DecisionHead.load_all(path)
-        except (OSError, ValueError, KeyError) as error:
-            raise MissingAssetError(f"a readable copy of the decision head ({path}: {error})", REINSTALL_FIX) from error
+        return _read_shipped(find_decision_head, DecisionHead.load_all, "the decision head")
 
     def _make_reader(self) -> Reader:
-        path = find_reader()
-        try:
+        minilm = find_assets().minilm_onnx
+
+        def build(path) -> Reader:
             with np.load(path) as archive:
                 weights = {name: archive[name] for name in archive.files}
-            return Reader(weights, read_initializers(str(find_assets().minilm_onnx)), self.pool, MAX_TOKENS)
-        except (OSError, ValueError, KeyError, IndexError) as error:
-            raise MissingAssetError(f"a readable copy of the reader ({path}: {error})", REINSTALL_FIX) from error
+            return Reader(weights, read_initializers(str(minilm)), self.pool, MAX_TOKENS)
+
+        return _read_shipped(find_reader, build, "the reader")
 
     @staticmethod
     def _make_blend() -> Blend:
-        path = find_blend()
-        try:
-            return Blend.load(path)
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise MissingAssetError(
-                f"a readable copy of the reader's blend ({path}: {error})", REINSTALL_FIX
-            ) from error
+        return _read_shipped(find_blend, Blend.load, "the reader's blend")
 
     @property
     def reader(self) -> Reader:
@@ -212,21 +203,20 @@ class _Runtime:
         """How the reader's logits are combined with the head's and the bi-encoder's (``training/stack.py``)."""
         return self._blend or self._load("_blend", self._make_blend)
 
-    def reader_logits(self, pairs: Sequence[tuple[str, str]], cancelled) -> tuple[np.ndarray, int]:
-        """The reader's logit of "yes" for each (question, text); remembered. Also the tokens computed."""
+    def reader_logits(self, pairs: Sequence[tuple[str, str]], cancelled) -> tuple[np.ndarray, int, int]:
+        """The reader's logit of "yes" for each (question, text), remembered; the tokens read and computed."""
+        questions = self.token_ids([question for question, _ in pairs])
+        texts = self.token_ids([text for _, text in pairs])
+        ids = [pair_ids(q, t, MAX_TOKENS) for q, t in zip(questions, texts, strict=True)]
         keys = [text_key("reader", f"{question}\x1f{text}") for question, text in pairs]
         found = [self.cache.get(key) for key in keys]
         missing = [i for i, value in enumerate(found) if value is None]
-        computed = 0
         if missing:
-            questions = self.token_ids([pairs[i][0] for i in missing])
-            texts = self.token_ids([pairs[i][1] for i in missing])
-            ids = [pair_ids(q, t, MAX_TOKENS) for q, t in zip(questions, texts, strict=True)]
-            computed = sum(map(len, ids))
-            for i, value in zip(missing, self.reader.logits(ids, cancelled), strict=True):
+            for i, value in zip(missing, self.reader.logits([ids[i] for i in missing], cancelled), strict=True):
                 found[i] = np.array([value])
                 self.cache.put(keys[i], found[i])
-        return np.array([float(value[0]) for value in found]), computed
+        read = sum(map(len, ids))
+        return np.array([float(value[0]) for value in found]), read, sum(len(ids[i]) for i in missing)
 
     @property
     def heads(self) -> dict[str, DecisionHead]:
@@ -384,6 +374,15 @@ class _Reading:
     def from_arrays(cls, arrays: tuple[np.ndarray, ...]) -> _Reading:
         head = arrays[0].tolist()
         return cls([window.tolist() for window in arrays[1:]], head[2:], head[0], bool(head[1]))
+
+
+def _read_shipped(find: Callable, read: Callable, what: str):
+    """One of decirank's own files (``find`` locates it), read by ``read``; an unreadable one is a broken install."""
+    path = find()
+    try:
+        return read(path)
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
+        raise MissingAssetError(f"a readable copy of {what} ({path}: {error})", REINSTALL_FIX) from error
 
 
 def _read_weights(make: Callable, pool: ThreadPoolExecutor, what: str, fix: str):
@@ -579,10 +578,9 @@ class LocalModel:
             computed = max(computed, n)
         if self.variant.dense:
             read = self._reader_pairs(questions, plans, vectors)
-            logits, n = _runtime.reader_logits(read, cancelled)
+            logits, read_tokens, n = _runtime.reader_logits(read, cancelled)
             vectors.read = dict(zip(read, logits.tolist(), strict=True))
             # The reader reads each question and text again, together: those tokens count too.
-            read_tokens = sum(len(pair) for pair in self._reader_token_pairs(read))
             total_tokens += read_tokens
             computed += n
         notes = {qid: _notes(plan, readings, set(windowed)) for qid, plan in plans.items()}
@@ -604,9 +602,8 @@ class LocalModel:
         return {qid: answers[qid] for qid in questions}, total_tokens, max(0, total_tokens - computed), noted
 
     @staticmethod
-    def _read_options(plan: _Plan, vectors: _Vectors) -> np.ndarray:
+    def _read_options(similarity: np.ndarray) -> np.ndarray:
         """Which options of a labels choice the reader reads: the bi-encoder's best READ_OPTIONS."""
-        similarity = vectors.cosines(plan.queries[0], plan.subjects)
         return np.argsort(-similarity, kind="stable")[:READ_OPTIONS]
 
     def _reader_pairs(
@@ -619,14 +616,9 @@ class LocalModel:
                 pairs += [(q, text) for q in plan.read for text in (*plan.subjects, *plan.example_texts)]
             elif plan.shape == LABELS:
                 instructions = questions[qid].instructions
-                for k in self._read_options(plan, vectors):
+                for k in self._read_options(vectors.cosines(plan.queries[0], plan.subjects)):
                     pairs.append((option_asked(instructions, plan.keys[k], plan.subjects[k]), plan.queries[0]))
         return list(dict.fromkeys(pairs))
-
-    @staticmethod
-    def _reader_token_pairs(pairs: list[tuple[str, str]]) -> list[list[int]]:
-        ids = _runtime.token_ids([text for pair in pairs for text in pair])
-        return [pair_ids(ids[2 * i], ids[2 * i + 1], MAX_TOKENS) for i in range(len(pairs))]
 
     def _fused(self, vectors: _Vectors, query: str, subjects: list[str]) -> np.ndarray:
         """The passage similarity: MiniLM cosine and SPLADE dot product, weighted by the variant.
@@ -746,7 +738,7 @@ class LocalModel:
         blend = _runtime.blend
         similarity = vectors.cosines(plan.queries[0], plan.subjects)
         distribution = _softmax(MAPS.label_sharpness * similarity)
-        top = self._read_options(plan, vectors)
+        top = self._read_options(similarity)
         read = np.array(
             [
                 vectors.read[(option_asked(question.instructions, plan.keys[k], plan.subjects[k]), plan.queries[0])]

@@ -53,6 +53,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from ...decisions.toolcall import ToolCall
+from ._reaper import PR_SET_CHILD_SUBREAPER, _parents
 from .base import Evaluation, Evaluator, Verdict, strip_code_fence
 
 __all__ = [
@@ -163,24 +164,8 @@ def adopt_orphans() -> bool:
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    _adopting = libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    _adopting = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     return _adopting
-
-
-def _children() -> list[int]:
-    me = os.getpid()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if int(fields[1]) == me:
-            found.append(int(name))
-    return found
 
 
 def _end_orphans() -> None:
@@ -191,7 +176,7 @@ def _end_orphans() -> None:
     own children come here in turn, and the next round meets them.
     """
     for _ in range(1000):
-        orphans = [pid for pid in _children() if pid not in _REAPERS]
+        orphans = [pid for pid in _parents().get(os.getpid(), []) if pid not in _REAPERS]
         if not orphans:
             return
         for pid in orphans:
