@@ -5,7 +5,7 @@
     >>> result.items[0]
     'a cat'
 
-Every tool has an async twin (``arank``, ``arerank``, ``afilter``, ``ascore_list``) and
+Every tool has an async twin (``arank``, ``arerank``, ``afilter``, ``acalibrate``, ...) and
 returns a typed result whose ``to_dict()`` is the tool's JSON shape.
 """
 
@@ -29,7 +29,9 @@ from .errors import (
     UnknownModelError,
 )
 from .stores.artifacts import ArtifactStore, Stamp
+from .stores.calibrations import Calibration, CalibrationStore
 from .stores.examples import ExampleStore
+from .tools.calibrate import CalibrateResult, acalibrate, calibrate
 from .tools.classify import ClassifyDecision, ClassifyResult, aclassify, classify
 from .tools.filter import FilterDecision, FilterResult, afilter, filter
 from .tools.rank import RankedItem, RankResult, arank, rank
@@ -45,6 +47,9 @@ __all__ = [
     "ArtifactStore",
     "Backend",
     "BatchResult",
+    "CalibrateResult",
+    "Calibration",
+    "CalibrationStore",
     "CancelledError",
     "ClassifyDecision",
     "ClassifyResult",
@@ -83,6 +88,7 @@ __all__ = [
     "Verdict",
     "__version__",
     "abatch",
+    "acalibrate",
     "aclassify",
     "afilter",
     "arank",
@@ -90,6 +96,7 @@ __all__ = [
     "ascore",
     "ascore_list",
     "batch",
+    "calibrate",
     "classify",
     "filter",
     "rank",

@@ -20,9 +20,7 @@ through, a string is a set name looked up here.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,6 +31,7 @@ from .._jsonpath import JsonProblem, find_non_text, loads_json, to_text
 from .._paths import data_dir
 from ..errors import InvalidInputError, StoreError
 from ..types.questions import Example
+from ._files import write_atomically
 
 __all__ = ["ExampleSetInfo", "ExampleStore", "check_examples", "check_set_name", "default_root", "resolve_examples"]
 
@@ -124,17 +123,7 @@ class ExampleStore:
             raise InvalidInputError("examples", "at least one example", got=[])
         text = "".join(json.dumps(example, ensure_ascii=False, separators=(",", ":")) + "\n" for example in checked)
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.root)
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as file:
-                    file.write(text)
-                    file.flush()
-                    os.fsync(file.fileno())
-                os.replace(temporary, path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
+            write_atomically(path, text)
         except OSError as error:
             raise StoreError(f"cannot write example set {name!r} in {self.root}: {error.strerror or error}") from None
         return len(checked)

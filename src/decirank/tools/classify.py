@@ -8,6 +8,13 @@ asked under the key ``none`` and reported as the text the caller gave, so a
 caller who passed ``none="none of these"`` finds ``choice == "none of these"``.
 ``examples`` are labelled texts whose answer is an option key (or that text).
 
+``calibration`` names a stored calibration fitted for this question, these
+options and this model (:mod:`decirank.tools.calibrate`): the probabilities
+are then the calibrated ones, and ``coverage`` (0 to 1) gives each text a
+conformal prediction set, the fewest options that hold the right one with
+that probability on new texts from the same source. An empty set, or one
+holding the ``none`` option, says that no option fits (``none_fits``).
+
 A failed call, or an answer missing or outside [0, 1], fails the whole call:
 no choice is ever invented. :mod:`decirank.batching` runs it over large files,
 isolating the rows that fail.
@@ -26,7 +33,10 @@ from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ..types.answers import Usage
 from ..types.questions import MAX_OPTIONS, MIN_OPTIONS, ChoiceQuestion, DecisionRequest, Example
+from ..calibration._guarantees import ConformalSets, conformal_sets
+from ._calibrated import check_answered, check_model, load_calibration
 from ._checks import (
+    check_probability_threshold,
     check_encodable,
     check_examples,
     check_instructions,
@@ -61,14 +71,22 @@ class ClassifyDecision:
     probability: float
     #: Every option's probability, by key (the ``none`` text for "none of these").
     probabilities: dict[str, float]
+    #: With ``coverage``: the options that hold the right one at that rate, most probable first.
+    prediction_set: list[str] | None = None
+    #: With ``coverage``: True when the set is empty or holds the ``none`` option.
+    none_fits: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        found = {
             "index": self.index,
             "choice": self.choice,
             "probability": self.probability,
             "probabilities": dict(self.probabilities),
         }
+        if self.prediction_set is not None:
+            found["prediction_set"] = list(self.prediction_set)
+            found["none_fits"] = self.none_fits
+        return found
 
 
 @dataclass(frozen=True)
@@ -78,6 +96,15 @@ class ClassifyResult:
     model: str = ""
     usage: Usage = field(default_factory=Usage)
     run_id: str | None = None
+    #: The calibration the probabilities went through, by name, or None.
+    calibration: str | None = None
+    #: With ``coverage``: the conformal threshold and what it promises.
+    sets: ConformalSets | None = None
+
+    @property
+    def mean_set_size(self) -> float | None:
+        sized = [len(d.prediction_set) for d in self.decisions if d.prediction_set is not None]
+        return sum(sized) / len(sized) if sized else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +112,8 @@ class ClassifyResult:
             "model": self.model,
             "usage": self.usage.to_dict(),
             "run_id": self.run_id,
+            "calibration": self.calibration,
+            "coverage": None if self.sets is None else {**self.sets.to_dict(), "mean_set_size": self.mean_set_size},
         }
 
 
@@ -144,6 +173,8 @@ async def aclassify(
     model: str = DEFAULT_ROLE,
     timeout: float | None = None,
     base_url: str | None = None,
+    calibration: str | None = None,
+    coverage: float | None = None,
 ) -> ClassifyResult:
     """Pick, for each text, the option of ``options`` that ``question`` asks for.
 
@@ -164,18 +195,53 @@ async def aclassify(
     inputs = {"texts": texts, "question": question, "options": options}
     if examples:
         inputs["examples"] = [example.to_dict() for example in examples]
+    map_used = load_calibration(calibration, "classify", question, options)
+    sets = _sets_for(map_used, coverage)
+    if map_used is not None:
+        inputs["calibration"] = {"name": map_used.name, "data_hash": map_used.data_hash}
+    if sets is not None:
+        inputs["coverage"] = sets.coverage
     async with ToolCall(
         "classify", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
     ) as call:
+        check_model(map_used, call)
         responses = await call.ask_all(classify_requests(texts, question, options, examples)) if texts else []
+        check_answered(map_used, call)
+        keys = list(options)
         decisions = []
         for index, response in enumerate(responses):
             answer = response.answers[QUESTION_ID]
-            probabilities = {reported[key]: float(answer.probabilities[key]) for key in options}
-            choice = reported[answer.choice]
-            decisions.append(ClassifyDecision(index, choice, probabilities[choice], probabilities))
-        call.record_outputs({"decisions": [{"choice": d.choice, "probability": d.probability} for d in decisions]})
-        return ClassifyResult(decisions, call.answered_by, call.usage, call.run_id)
+            raw = [float(answer.probabilities[key]) for key in keys]
+            # The set is read off the model's own numbers, as the calibration's rows were.
+            members = None if sets is None else [reported[keys[column]] for column in sets.members(raw)]
+            mapped = raw if map_used is None else [float(p) for p in map_used.map(raw)]
+            probabilities = {reported[key]: p for key, p in zip(keys, mapped, strict=True)}
+            choice = reported[answer.choice] if map_used is None else reported[keys[max(range(len(keys)), key=mapped.__getitem__)]]
+            none_fits = None if members is None else (not members or (none is not None and none in members))
+            decisions.append(ClassifyDecision(index, choice, probabilities[choice], probabilities, members, none_fits))
+        name = None if map_used is None else map_used.name
+        call.record_outputs(
+            {
+                "decisions": [
+                    {"choice": d.choice, "probability": d.probability, "prediction_set": d.prediction_set}
+                    for d in decisions
+                ],
+                "calibration": name,
+            }
+        )
+        return ClassifyResult(decisions, call.answered_by, call.usage, call.run_id, name, sets)
+
+
+def _sets_for(calibration: Any, coverage: Any) -> ConformalSets | None:
+    """The conformal threshold for ``coverage`` from the calibration's labelled rows (checked arguments)."""
+    level = check_probability_threshold(coverage, "coverage")
+    if level is None:
+        return None
+    if not 0.0 < level < 1.0:
+        raise InvalidInputError("coverage", "a number between 0 and 1 (exclusive)", got=coverage)
+    if calibration is None:
+        raise InvalidInputError("calibration", "the name of a stored calibration, which coverage needs", got=None)
+    return conformal_sets(calibration.scores, level)
 
 
 @sync_twin(aclassify)
@@ -189,6 +255,8 @@ def classify(
     model: str = DEFAULT_ROLE,
     timeout: float | None = None,
     base_url: str | None = None,
+    calibration: str | None = None,
+    coverage: float | None = None,
 ) -> ClassifyResult:
     """Sync twin of :func:`aclassify`, which takes the same arguments; use that one in async code."""
     return run_sync(
@@ -201,4 +269,6 @@ def classify(
         model=model,
         timeout=timeout,
         base_url=base_url,
+        calibration=calibration,
+        coverage=coverage,
     )

@@ -4,6 +4,14 @@ Each item is one likelihood question, ``question`` followed by the item, asked
 about ``state``; items whose probability reaches ``min_confidence`` are kept.
 Unlike rank, an item's fate does not depend on the other items.
 
+``calibration`` names a stored calibration (:mod:`decirank.tools.calibrate`)
+fitted for this question and model: each item's probability is then the
+calibrated one (``raw_probability`` keeps the model's), and ``target_recall``
+or ``target_precision`` picks the cut-off from the calibration's labelled rows
+so that the promise holds on new rows from the same source with
+``confidence`` (:mod:`decirank.calibration._guarantees` says how); the result's
+``promise`` states the cut-off and the bound.
+
 ``examples`` teach the question by labelled items: ``{"item": ..., "answer":
 true/false}`` (the item is shown as items are: its ``describe`` path, else
 the whole item as canonical JSON), ``{"state": <item text>, "answer": ...}``,
@@ -25,6 +33,8 @@ from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ..types.answers import Usage
 from ..types.questions import Example
+from ..calibration._guarantees import Cutoff
+from ._calibrated import check_answered, check_model, cutoff_for, load_calibration
 from ._checks import (
     check_examples,
     check_instructions,
@@ -54,11 +64,21 @@ DEFAULT_MIN_CONFIDENCE = 0.5
 class FilterDecision:
     item: Any
     index: int
+    #: The item's probability: the calibrated one when the call names a calibration.
     probability: float
     kept: bool
+    #: The model's own probability (the same as ``probability`` without a calibration).
+    raw_probability: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"item": self.item, "index": self.index, "probability": self.probability, "kept": self.kept}
+        raw = self.probability if self.raw_probability is None else self.raw_probability
+        return {
+            "item": self.item,
+            "index": self.index,
+            "probability": self.probability,
+            "raw_probability": raw,
+            "kept": self.kept,
+        }
 
 
 @dataclass(frozen=True)
@@ -72,6 +92,10 @@ class FilterResult:
     #: The model's notes on how it read items (``index``: the input position): an item cut
     #: short (``"cut"``), or one that does not look English (``"non_english"``).
     notes: list[TextNote] = field(default_factory=list)
+    #: The calibration the probabilities went through, by name, or None.
+    calibration: str | None = None
+    #: The cut-off a ``target_recall``/``target_precision`` chose and what it promises, or None.
+    promise: Cutoff | None = None
 
     @property
     def items(self) -> list[Any]:
@@ -103,6 +127,8 @@ class FilterResult:
             "usage": self.usage.to_dict(),
             "run_id": self.run_id,
             "notes": [note.to_dict() for note in self.notes],
+            "calibration": self.calibration,
+            "promise": None if self.promise is None else self.promise.to_dict(),
         }
 
 
@@ -138,7 +164,7 @@ async def afilter(
     question: str,
     state: Any = None,
     *,
-    min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+    min_confidence: float | None = None,
     describe: str | None = None,
     model: str = DEFAULT_ROLE,
     timeout: float | None = None,
@@ -146,19 +172,29 @@ async def afilter(
     base_url: str | None = None,
     examples: Sequence[Any] | str | None = None,
     show_progress: bool = False,
+    calibration: str | None = None,
+    target_recall: float | None = None,
+    target_precision: float | None = None,
+    confidence: float | None = None,
 ) -> FilterResult:
     """Keep the items for which ``question`` is likely true, given ``state`` (optional: none is no context).
 
     ``describe`` is a dot path into each item to show (the whole item otherwise).
     ``examples`` are labelled items the model may learn from: a list of
     ``{"item": ..., "answer": bool}`` or ``{"state": <item text>, "answer": bool}``,
-    or the name of a stored example set. ``show_progress`` draws a bar on stderr, when it is
+    or the name of a stored example set. ``min_confidence`` (default 0.5) is the cut-off on the
+    (calibrated) probability, unless ``target_recall`` or ``target_precision`` (0 to 1, with a
+    ``calibration``) picks it with ``confidence`` (default 0.9). ``show_progress`` draws a bar on stderr, when it is
     a terminal, as the model calls finish.
     """
     items = check_items(items)
     question = check_instructions(question, "question")
     state = check_state(state)
     threshold = check_probability_threshold(min_confidence, "min_confidence")
+    map_used = load_calibration(calibration, "filter", question)
+    promise = cutoff_for(map_used, target_recall, target_precision, confidence)
+    if promise is not None and threshold is not None:
+        raise InvalidInputError("min_confidence", "no min_confidence with a target: the target picks the cut-off")
     if threshold is None:
         threshold = DEFAULT_MIN_CONFIDENCE
     texts = option_texts(items, check_optional_text(describe, "describe"))
@@ -167,6 +203,10 @@ async def afilter(
     examples = item_examples(examples, describe)
     requested_per_call = check_per_call(max_items_per_call, "max_items_per_call")
     inputs = {"items": items, "question": question, "state": state, "min_confidence": threshold, "describe": describe}
+    if map_used is not None:
+        inputs["calibration"] = {"name": map_used.name, "data_hash": map_used.data_hash}
+    if promise is not None:
+        inputs["promise"] = promise.to_dict()
     if given_examples is not None:
         inputs["examples"] = [example.to_dict() for example in examples]
         if isinstance(given_examples, str):
@@ -174,6 +214,7 @@ async def afilter(
     async with ToolCall(
         "filter", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
     ) as call:
+        check_model(map_used, call)
         per_call = questions_per_call(call, requested_per_call)
         questions = [item_question(question, text) for text in texts]
         with progress_bar("filter", len(questions), enabled=show_progress and bool(items)) as advance:
@@ -182,18 +223,33 @@ async def afilter(
                 if items
                 else Likelihoods([], [])
             )
+        check_answered(map_used, call)
+        raw = asked.probabilities
+        calibrated = raw if map_used is None else [float(p) for p in map_used.map(raw)] if raw else []
         decisions = [
-            FilterDecision(item, index, probability, probability >= threshold)
-            for index, (item, probability) in enumerate(zip(items, asked.probabilities, strict=True))
+            FilterDecision(item, index, probability, _kept(probability, model_probability, threshold, promise), model_probability)
+            for index, (item, probability, model_probability) in enumerate(zip(items, calibrated, raw, strict=True))
         ]
         call.record_outputs(
             {
                 "kept": sum(d.kept for d in decisions),
                 "decisions": [d.to_dict() for d in decisions],
                 "notes": [note.to_dict() for note in asked.notes],
+                "calibration": None if map_used is None else map_used.name,
+                "promise": None if promise is None else promise.to_dict(),
             }
         )
-        return FilterResult(decisions, threshold, call.answered_by, call.usage, call.run_id, asked.notes)
+        name = None if map_used is None else map_used.name
+        return FilterResult(
+            decisions, threshold, call.answered_by, call.usage, call.run_id, asked.notes, name, promise
+        )
+
+
+def _kept(probability: float, model_probability: float, threshold: float, promise: Cutoff | None) -> bool:
+    """A promise's cut-off is on the model's own probability (as its labelled rows were); else the threshold."""
+    if promise is None:
+        return probability >= threshold
+    return promise.threshold is None or model_probability >= promise.threshold
 
 
 @sync_twin(afilter)
@@ -202,7 +258,7 @@ def filter(  # shadows the builtin on purpose: it is the tool's name, and the bu
     question: str,
     state: Any = None,
     *,
-    min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+    min_confidence: float | None = None,
     describe: str | None = None,
     model: str = DEFAULT_ROLE,
     timeout: float | None = None,
@@ -210,6 +266,10 @@ def filter(  # shadows the builtin on purpose: it is the tool's name, and the bu
     base_url: str | None = None,
     examples: Sequence[Any] | str | None = None,
     show_progress: bool = False,
+    calibration: str | None = None,
+    target_recall: float | None = None,
+    target_precision: float | None = None,
+    confidence: float | None = None,
 ) -> FilterResult:
     """Sync twin of :func:`afilter`, which takes the same arguments; use that one in async code."""
     return run_sync(
@@ -225,4 +285,8 @@ def filter(  # shadows the builtin on purpose: it is the tool's name, and the bu
         base_url=base_url,
         examples=examples,
         show_progress=show_progress,
+        calibration=calibration,
+        target_recall=target_recall,
+        target_precision=target_precision,
+        confidence=confidence,
     )

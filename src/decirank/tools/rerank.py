@@ -18,6 +18,7 @@ from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ..types.answers import Usage
+from ._calibrated import check_answered, check_model, load_calibration
 from ._checks import check_instructions, check_items, check_no_blank, check_probability_threshold, check_top_k
 from ._likelihoods import Likelihoods, TextNote, ask_likelihoods, check_per_call, questions_per_call
 
@@ -79,6 +80,8 @@ class RerankResult:
     #: The model's notes on how it read documents (``index``: the input position): a document
     #: cut short (``"cut"``), or one that does not look English (``"non_english"``).
     notes: list[TextNote] = field(default_factory=list)
+    #: The calibration the relevance scores went through, by name, or None.
+    calibration: str | None = None
 
     def top_k(self, k: int) -> list[RerankedDocument]:
         """The best ``k`` results, most relevant first (fewer when there are fewer)."""
@@ -91,6 +94,7 @@ class RerankResult:
             "usage": self.usage.to_dict(),
             "run_id": self.run_id,
             "notes": [note.to_dict() for note in self.notes],
+            "calibration": self.calibration,
         }
 
 
@@ -143,6 +147,7 @@ async def arerank(
     max_documents_per_call: int | None = None,
     base_url: str | None = None,
     show_progress: bool = False,
+    calibration: str | None = None,
 ) -> RerankResult:
     """Score each document's relevance to ``query`` and sort by it.
 
@@ -156,6 +161,8 @@ async def arerank(
     All calls share the one ``timeout`` budget: by default (``"auto"``) 15 s
     plus 20 ms per document; ``None`` sets no limit.
     ``show_progress`` draws a bar on stderr, when it is a terminal, as the model calls finish.
+    ``calibration`` names a stored calibration fitted for this query, or for any query, and
+    this model (:mod:`decirank.tools.calibrate`): scores, and ``min_relevance``, are then calibrated.
     """
     query = check_instructions(query, "query")
     checked = check_documents(documents)
@@ -163,6 +170,9 @@ async def arerank(
     min_relevance = check_probability_threshold(min_relevance, "min_relevance")
     requested_per_call = check_per_call(max_documents_per_call, "max_documents_per_call")
     inputs = {"query": query, "documents": documents, "top_k": top_k, "min_relevance": min_relevance}
+    map_used = load_calibration(calibration, "rerank", query)
+    if map_used is not None:
+        inputs["calibration"] = {"name": map_used.name, "data_hash": map_used.data_hash}
     async with ToolCall(
         "rerank",
         model=model,
@@ -170,15 +180,21 @@ async def arerank(
         backend_options={"base_url": base_url},
         inputs=inputs,
     ) as call:
+        check_model(map_used, call)
         per_call = questions_per_call(call, requested_per_call)
         texts = [QUESTION_PREFIX + document.text for document in checked]
         with progress_bar("rerank", len(texts), enabled=show_progress and bool(checked)) as advance:
             asked = await ask_likelihoods(call, query, texts, per_call, on_answered=advance) if checked else None
         answered = asked or Likelihoods([], [])
-        results = order_results(checked, answered.probabilities, top_k=top_k, min_relevance=min_relevance)
+        check_answered(map_used, call)
+        scores = answered.probabilities
+        if map_used is not None and scores:
+            scores = [float(p) for p in map_used.map(scores)]
+        results = order_results(checked, scores, top_k=top_k, min_relevance=min_relevance)
         notes = [note.to_dict() for note in answered.notes]
-        call.record_outputs({"results": [result.to_dict() for result in results], "notes": notes})
-        return RerankResult(results, call.answered_by, call.usage, call.run_id, answered.notes)
+        name = None if map_used is None else map_used.name
+        call.record_outputs({"results": [result.to_dict() for result in results], "notes": notes, "calibration": name})
+        return RerankResult(results, call.answered_by, call.usage, call.run_id, answered.notes, name)
 
 
 @sync_twin(arerank)
@@ -193,6 +209,7 @@ def rerank(
     max_documents_per_call: int | None = None,
     base_url: str | None = None,
     show_progress: bool = False,
+    calibration: str | None = None,
 ) -> RerankResult:
     """Sync twin of :func:`arerank`, which takes the same arguments; use that one in async code."""
     return run_sync(
@@ -206,4 +223,5 @@ def rerank(
         max_documents_per_call=max_documents_per_call,
         base_url=base_url,
         show_progress=show_progress,
+        calibration=calibration,
     )

@@ -10,6 +10,9 @@ as every tool and ``decirank examples add`` take them), or a stored set's name.
 Unlike filter, which asks about one state with the item inside the question,
 score asks about each text itself ("Is this review positive?" of every review).
 A failed call, or an answer missing or outside [0, 1], fails the whole call.
+``calibration`` names a stored calibration fitted for this question and model
+(:mod:`decirank.tools.calibrate`): the probabilities are then the calibrated
+ones, and ``raw_probabilities`` keeps the model's.
 
 How the texts travel depends on what the role's models take in one call. The
 System One and OpenAI wire formats carry one state per request, so each text
@@ -37,6 +40,7 @@ from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..types.answers import Usage
 from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
+from ._calibrated import check_answered, check_model, load_calibration
 from ._checks import (
     check_count,
     check_encodable,
@@ -67,14 +71,21 @@ class ScoreResult:
     #: The model's notes on how it read texts (``index``: the input position): a text cut
     #: short (``"cut"``), or one that does not look English (``"non_english"``).
     notes: list[TextNote] = field(default_factory=list)
+    #: The calibration the probabilities went through, by name, or None.
+    calibration: str | None = None
+    #: The model's own probabilities (the same as ``probabilities`` without a calibration).
+    raw_probabilities: list[float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        raw = self.probabilities if self.raw_probabilities is None else self.raw_probabilities
         return {
             "probabilities": list(self.probabilities),
+            "raw_probabilities": list(raw),
             "model": self.model,
             "usage": self.usage.to_dict(),
             "run_id": self.run_id,
             "notes": [note.to_dict() for note in self.notes],
+            "calibration": self.calibration,
         }
 
 
@@ -96,6 +107,7 @@ async def ascore(
     timeout: float | None = None,
     base_url: str | None = None,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    calibration: str | None = None,
 ) -> ScoreResult:
     """The probability that ``question`` is true of each text (strings; anything else as canonical JSON).
 
@@ -112,10 +124,14 @@ async def ascore(
     if examples:
         inputs["examples"] = [example.to_dict() for example in examples]
     concurrency = check_count(max_concurrency, "max_concurrency")
+    map_used = load_calibration(calibration, "score", question)
+    if map_used is not None:
+        inputs["calibration"] = {"name": map_used.name, "data_hash": map_used.data_hash}
     async with ToolCall(
         "score", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
     ) as call:
         assert call.decider is not None
+        check_model(map_used, call)
         in_questions = _texts_in_questions(call.decider.chain, question, texts)
         per_call = questions_per_call(call, None)
         batched = sorted(in_questions)
@@ -145,8 +161,15 @@ async def ascore(
             return int(qid) if position < in_calls else alone[position - in_calls]
 
         notes = notes_of(responses, index_of)
-        call.record_outputs({"probabilities": probabilities, "notes": [note.to_dict() for note in notes]})
-        return ScoreResult(probabilities, call.answered_by, call.usage, call.run_id, notes)
+        check_answered(map_used, call)
+        raw = probabilities
+        if map_used is not None and raw:
+            probabilities = [float(p) for p in map_used.map(raw)]
+        name = None if map_used is None else map_used.name
+        call.record_outputs(
+            {"probabilities": probabilities, "notes": [note.to_dict() for note in notes], "calibration": name}
+        )
+        return ScoreResult(probabilities, call.answered_by, call.usage, call.run_id, notes, name, raw)
 
 
 def _texts_in_questions(chain: Sequence[Backend], question: str, texts: Sequence[str]) -> dict[int, str]:
@@ -186,6 +209,7 @@ def score(
     timeout: float | None = None,
     base_url: str | None = None,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    calibration: str | None = None,
 ) -> ScoreResult:
     """Sync twin of :func:`ascore`, which takes the same arguments; use that one in async code."""
     return run_sync(
@@ -199,4 +223,5 @@ def score(
         timeout=timeout,
         base_url=base_url,
         max_concurrency=max_concurrency,
+        calibration=calibration,
     )

@@ -1,0 +1,324 @@
+"""calibrate: fit a map from a model's probabilities to what the user's labelled rows show, and keep it by name.
+
+Given labelled rows for one question (the examples format every tool takes:
+``{"item" or "state": <text>, "answer": true/false}``, or an option key for
+``classify``) and a model or role, it asks the model through the tool the map
+is for (``filter``, ``score``, ``rerank`` or ``classify``), so the numbers it
+maps are exactly the ones that tool returns. Then it:
+
+- picks a map by five-fold cross-validated log loss: for yes/no, the model as
+  it is, Platt's logistic or isotonic steps (:mod:`decirank.calibration._maps`);
+  for a choice, the model as it is or a temperature;
+- reports reliability before (the model's numbers) and after (out-of-fold
+  calibrated numbers, so no row judges a map fitted on it): ECE, Brier, log
+  loss and a ten-bin table;
+- stores the map under ``name`` with the tool, model, question, options and
+  data hash it was fitted for, and each row's model probability and label, from
+  which ``target_recall``, ``target_precision`` and ``coverage`` are computed.
+
+It needs at least :data:`MIN_ROWS` rows, and for yes/no :data:`MIN_EACH` of
+each answer; about 100 make a map worth trusting (ECE near 0.03-0.05 on the
+development sets). A rerank calibration is for one query, or for any query
+when each row names its own ``query``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._jsonpath import to_text
+from .._sync import run_sync, sync_twin
+from ..calibration._maps import LIKELIHOOD_METHODS, choose_map, choose_temperature, reliability
+from ..decisions.decider import DEFAULT_ROLE
+from ..decisions.toolcall import ToolCall, gather
+from ..errors import InvalidInputError
+from ..stores._database import timestamp
+from ..stores.calibrations import Calibration, CalibrationStore
+from ..stores.examples import check_set_name, resolve_examples
+from ..stores.runlog import under_parent_run
+from ..types.answers import Usage
+from ._checks import check_examples, check_instructions, check_optional_text
+from .classify import NONE_KEY, aclassify, check_options
+from .filter import afilter
+from .rerank import arerank
+from .score import ascore
+
+__all__ = ["CALIBRATED_TOOLS", "MIN_EACH", "MIN_ROWS", "CalibrateResult", "acalibrate", "calibrate"]
+
+CALIBRATED_TOOLS = ("filter", "score", "rerank", "classify")
+#: Fewer labelled rows than this fit noise, not the model.
+MIN_ROWS = 20
+#: A yes/no map needs this many rows of each answer.
+MIN_EACH = 5
+CHOICE_METHODS = ("identity", "temperature")
+
+
+@dataclass(frozen=True)
+class CalibrateResult:
+    calibration: Calibration
+    #: Whether it was stored under its name (``save=False`` only measures).
+    saved: bool
+    usage: Usage = field(default_factory=Usage)
+    run_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.calibration.summary(), "saved": self.saved, "usage": self.usage.to_dict(), "run_id": self.run_id}
+
+
+@dataclass(frozen=True)
+class _Row:
+    text: str
+    answer: Any
+    query: str | None = None
+
+
+def _check_rows(
+    rows: Any, tool: str, options: Mapping[str, str] | None, none: str | None, question: str | None
+) -> list[_Row]:
+    """The labelled rows, each problem named by its place (``rows.3.answer``)."""
+    rows = resolve_examples(rows, "rows")
+    if isinstance(rows, str | bytes | Mapping) or not isinstance(rows, Sequence):
+        raise InvalidInputError("rows", 'a list of {"item" or "state", "answer"} or a stored example set\'s name', got=rows)
+    queries: list[str | None] = []
+    plain = []
+    for index, row in enumerate(rows):
+        if tool == "rerank" and isinstance(row, Mapping) and "query" in row:
+            if question is not None:
+                raise InvalidInputError(f"rows.{index}.query", "no query on a row when the question is given")
+            queries.append(check_instructions(row["query"], f"rows.{index}.query"))
+            plain.append({key: value for key, value in row.items() if key != "query"})
+        else:
+            if tool == "rerank" and question is None:
+                raise InvalidInputError(f"rows.{index}", 'a row with its "query", as no question is given')
+            queries.append(None)
+            plain.append(row)
+    if options is None:
+        checked = check_examples(
+            plain, "rows", answer_ok=lambda answer: isinstance(answer, bool), expected_answer="true or false"
+        )
+    else:
+        keys = {**options, **({none: none} if none is not None else {})}
+        checked = check_examples(
+            plain, "rows", answer_ok=lambda answer: isinstance(answer, str) and answer in keys,
+            expected_answer=f"one of the option keys {sorted(keys)}",
+        )
+    found = []
+    for index, (example, query) in enumerate(zip(checked, queries, strict=True)):
+        text = to_text(example.state)
+        if not text.strip():
+            raise InvalidInputError(f"rows.{index}", "a row with a non-blank text")
+        answer = example.answer
+        if options is not None and none is not None and answer == none:
+            answer = NONE_KEY
+        found.append(_Row(text, answer, query))
+    if len(found) < MIN_ROWS:
+        raise InvalidInputError("rows", f"at least {MIN_ROWS} labelled rows (about 100 make a trustworthy map)", detail=f"{len(found)} given")
+    if options is None:
+        yes = sum(row.answer for row in found)
+        if min(yes, len(found) - yes) < MIN_EACH:
+            raise InvalidInputError(
+                "rows", f"at least {MIN_EACH} rows of each answer", detail=f"{yes} true and {len(found) - yes} false"
+            )
+    return found
+
+
+def _data_hash(tool: str, question: str | None, state: Any, options: Mapping[str, str] | None, rows: list[_Row]) -> str:
+    canonical = json.dumps(
+        {
+            "tool": tool,
+            "question": question,
+            "state": state,
+            "options": options,
+            "rows": [[row.query, row.text, row.answer] for row in rows],
+        },
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+async def _likelihoods(
+    tool: str, rows: list[_Row], question: str | None, *, state: Any, true: str | None, false: str | None, **asked: Any
+) -> tuple[list[float], str, Usage]:
+    """Each row's probability as ``tool`` returns it, the model that answered, and what it cost."""
+    texts = [row.text for row in rows]
+    if tool == "filter":
+        result = await afilter(texts, question, state, min_confidence=0.0, **asked)
+        return [decision.probability for decision in result.decisions], result.model, result.usage
+    if tool == "score":
+        result = await ascore(texts, question, true=true, false=false, **asked)
+        return list(result.probabilities), result.model, result.usage
+    # rerank: one call per query; ids are positions, so each score goes back to its row.
+    groups: dict[str, list[int]] = {}
+    for index, row in enumerate(rows):
+        groups.setdefault(row.query if row.query is not None else question, []).append(index)
+
+    async def reranked(query: str, members: list[int]) -> Any:
+        return await arerank(query, [texts[i] for i in members], **asked)
+
+    results = await gather([lambda q=q, m=m: reranked(q, m) for q, m in groups.items()])
+    probabilities = [0.0] * len(rows)
+    usage = Usage()
+    models = []
+    for (_, members), result in zip(groups.items(), results, strict=True):
+        for document in result.results:
+            probabilities[members[document.id]] = document.relevance_score
+        usage = usage + result.usage
+        models.append(result.model)
+    return probabilities, ", ".join(sorted(set(models))), usage
+
+
+async def acalibrate(
+    rows: Sequence[Any] | str,
+    question: str | None,
+    *,
+    name: str | None = None,
+    tool: str = "filter",
+    state: Any = None,
+    options: Sequence[str] | Mapping[str, str] | None = None,
+    none: str | None = None,
+    true: str | None = None,
+    false: str | None = None,
+    method: str = "auto",
+    model: str = DEFAULT_ROLE,
+    timeout: float | None = None,
+    base_url: str | None = None,
+    save: bool = True,
+    store: CalibrationStore | None = None,
+) -> CalibrateResult:
+    """Fit and (with ``name`` and ``save``) store a calibration of ``tool``'s answers to ``question``.
+
+    ``rows`` are labelled texts (or a stored example set's name); ``state`` is the filter's
+    context; ``options`` and ``none`` are classify's; ``true``/``false`` are score's outcome
+    descriptions. ``method`` is ``auto`` (cross-validated) or one map by name. For ``rerank``
+    the question is the query, or None when every row carries its own ``query``.
+    """
+    if tool not in CALIBRATED_TOOLS:
+        raise InvalidInputError("tool", f"one of {', '.join(CALIBRATED_TOOLS)}", got=tool)
+    if question is not None or tool != "rerank":
+        question = check_instructions(question, "question")
+    if name is not None:
+        check_set_name(name, "name")
+    elif save:
+        raise InvalidInputError("name", "a name to store the calibration under (or save=False)")
+    none = check_optional_text(none, "none")
+    checked_options = None
+    if tool == "classify":
+        if options is None:
+            raise InvalidInputError("options", "the options classify chooses among")
+        checked_options = check_options(options, none)
+    elif options is not None or none is not None:
+        raise InvalidInputError("options", f"no options for {tool} (only classify chooses among options)")
+    allowed = CHOICE_METHODS if tool == "classify" else LIKELIHOOD_METHODS
+    if method != "auto" and method not in allowed:
+        raise InvalidInputError("method", f"auto or one of {', '.join(allowed)}", got=method)
+    checked = _check_rows(rows, tool, checked_options, none, question)
+    data_hash = _data_hash(tool, question, state, checked_options, checked)
+    seed = int(data_hash[:8], 16)
+    inputs = {"tool": tool, "question": question, "name": name, "rows": len(checked), "data_hash": data_hash}
+    async with ToolCall("calibrate", model=None, timeout=timeout, inputs=inputs) as call:
+        asked = {"model": model, "timeout": timeout, "base_url": base_url}
+        with under_parent_run(call.run_id):
+            if checked_options is None:
+                scores, answered_by, usage = await _likelihoods(
+                    tool, checked, question, state=state, true=true, false=false, **asked
+                )
+            else:
+                result = await aclassify([row.text for row in checked], question, options, none=none, **asked)
+                answered_by, usage = result.model, result.usage
+                reported = [none if key == NONE_KEY and none is not None else key for key in checked_options]
+                distributions = [[d.probabilities[key] for key in reported] for d in result.decisions]
+        call.usage = call.usage + usage
+        if "," in answered_by:
+            raise InvalidInputError(
+                "model", "one model answering every row", detail=f"{answered_by} answered (a failover); calibrate again"
+            )
+        if checked_options is None:
+            labels = [int(row.answer) for row in checked]
+            methods = LIKELIHOOD_METHODS if method == "auto" else (method,)
+            fitted, losses, out_of_fold = choose_map(scores, labels, methods=methods, seed=seed)
+            before, after = reliability(scores, labels), reliability(out_of_fold, labels)
+            stored_labels: list[Any] = labels
+        else:
+            keys = list(checked_options)
+            truth = [keys.index(row.answer) for row in checked]
+            raw = np.asarray(distributions, dtype=float)
+            methods = CHOICE_METHODS if method == "auto" else (method,)
+            fitted, losses, out_of_fold = choose_temperature(raw, truth, methods=methods, seed=seed)
+            scores = raw[np.arange(len(truth)), truth].tolist()
+            before = _top_label_reliability(raw, truth)
+            after = _top_label_reliability(out_of_fold, truth)
+            stored_labels = [row.answer for row in checked]
+        calibration = Calibration(
+            name=name or "",
+            tool=tool,
+            model=answered_by,
+            question=question,
+            options=checked_options,
+            data_hash=data_hash,
+            created_at=timestamp(),
+            map=fitted,
+            scores=[float(score) for score in scores],
+            labels=stored_labels,
+            before=before,
+            after=after,
+            losses=losses,
+            run_id=call.run_id,
+        )
+        if save:
+            (store or CalibrationStore()).put(calibration)
+        call.record_outputs(calibration.summary())
+        return CalibrateResult(calibration, save, call.usage, call.run_id)
+
+
+def _top_label_reliability(distributions: np.ndarray, truth: list[int]) -> Any:
+    """A choice's reliability as its top option's probability against whether that option was right."""
+    top = distributions.argmax(axis=1)
+    return reliability(distributions.max(axis=1), (top == np.asarray(truth)).astype(int))
+
+
+@sync_twin(acalibrate)
+def calibrate(
+    rows: Sequence[Any] | str,
+    question: str | None,
+    *,
+    name: str | None = None,
+    tool: str = "filter",
+    state: Any = None,
+    options: Sequence[str] | Mapping[str, str] | None = None,
+    none: str | None = None,
+    true: str | None = None,
+    false: str | None = None,
+    method: str = "auto",
+    model: str = DEFAULT_ROLE,
+    timeout: float | None = None,
+    base_url: str | None = None,
+    save: bool = True,
+    store: CalibrationStore | None = None,
+) -> CalibrateResult:
+    """Sync twin of :func:`acalibrate`, which takes the same arguments; use that one in async code."""
+    return run_sync(
+        acalibrate,
+        rows,
+        question,
+        name=name,
+        tool=tool,
+        state=state,
+        options=options,
+        none=none,
+        true=true,
+        false=false,
+        method=method,
+        model=model,
+        timeout=timeout,
+        base_url=base_url,
+        save=save,
+        store=store,
+    )
