@@ -6,25 +6,38 @@ All three assume that the labelled rows and the new rows are drawn alike
 **Recall** (``target_recall``): keep the rows whose model probability is at
 least the ``k``-th lowest probability among the ``n`` labelled positives. A
 new positive is then lost only if it falls below that order statistic, and
-the chance it does is the ``k``-th of ``n`` uniform order statistics,
-distributed Beta(k, n + 1 - k). So the miss rate is at most ``1 - target``
-with probability ``P(Binomial(n, 1 - target) >= k)``, and the cut-off is the
-highest order statistic for which that reaches ``confidence`` (a one-sided
-binomial / Clopper-Pearson bound on a quantile; ties only help). When even the
-lowest positive is too high a bar (fewer than ``log(1 - confidence) / log(target)``
-positives), every row is kept: the only cut-off that keeps the promise.
+the share of the source's positives that do is the ``k``-th of ``n`` uniform
+order statistics, distributed Beta(k, n + 1 - k). So that share is at most
+``1 - target`` with probability ``P(Binomial(n, 1 - target) >= k)`` (a
+one-sided binomial bound on a quantile; ties only help). A call filters a
+finite batch, whose own share of lost positives also varies by chance: with
+``m`` positives in the batch, the number lost is Beta-Binomial(m, k, n + 1 - k),
+exactly. The cut-off is the highest order statistic for which both the
+source's share and the batch's (``m`` estimated as the batch size times the
+labelled rows' share of positives) keep the promise with probability
+``confidence``. When even the lowest positive is too high a bar (fewer than
+``log(1 - confidence) / log(target)`` positives, or a batch too small to
+lose any), every row is kept: the only cut-off that keeps the promise.
 
 **Precision** (``target_precision``): Learn then Test (Angelopoulos et al.,
-2021) with a Bonferroni correction over a fixed grid of cut-offs: each
-cut-off's precision is tested with a one-sided exact binomial test at
-``(1 - confidence) / len(grid)``, and the lowest cut-off that passes is kept,
-so every passing cut-off holds at once with probability ``confidence``.
+2021) with fixed-sequence testing: down a fixed grid of cut-offs, from the
+highest that keeps at least :data:`PRECISION_MIN_KEPT` labelled rows (a choice
+made from the scores alone, never the labels), each cut-off's precision is
+tested with a one-sided exact binomial test at ``1 - confidence``; the walk
+stops at the first that fails, and the last that passed is the cut-off. A
+fixed sequence needs no correction for the number of tests: the promise holds
+with probability ``confidence``.
 
 **Coverage** (``coverage``, for a choice): split conformal prediction with
 the score ``1 - p(right option)``; the set holds every option whose
-nonconformity is within the ``ceil((n + 1) * coverage)``-th smallest of the
-labelled rows', so it holds the right option with probability at least
-``coverage`` (marginally, over the labelled and the new rows).
+nonconformity is within the ``r``-th smallest of the labelled rows'. Plain
+split conformal takes ``r = ceil((n + 1) * coverage)``, which holds the right
+option ``coverage`` of the time on average over draws of the labelled rows,
+so half the draws fall a little short. Here ``r`` is the smallest rank for
+which the coverage on new rows is at least ``coverage`` with probability
+``confidence`` (the same binomial bound as recall, from the other end: the
+training-conditional guarantee of Vovk, 2012), so the promise holds for the
+user's one set of labelled rows, at the price of slightly larger sets.
 """
 
 from __future__ import annotations
@@ -40,6 +53,7 @@ __all__ = [
     "PRECISION_GRID",
     "ConformalSets",
     "Cutoff",
+    "beta_binomial_cdf",
     "binomial_tail",
     "conformal_sets",
     "positives_needed",
@@ -48,7 +62,9 @@ __all__ = [
 ]
 
 #: The cut-offs on the model's probability that a precision promise may choose among.
-PRECISION_GRID = tuple(round(0.02 * step, 2) for step in range(1, 50))
+PRECISION_GRID = tuple(round(0.01 * step, 2) for step in range(1, 100))
+#: The precision walk starts where a cut-off keeps this many labelled rows: above it a test has too few to pass.
+PRECISION_MIN_KEPT = 20
 
 
 def binomial_tail(n: int, p: float, k: int) -> float:
@@ -68,6 +84,40 @@ def binomial_tail(n: int, p: float, k: int) -> float:
     ]
     top = max(terms)
     return min(1.0, math.exp(top) * sum(math.exp(term - top) for term in terms))
+
+
+def _log_beta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
+def beta_binomial_cdf(m: int, a: float, b: float, upto: int) -> float:
+    """``P(J <= upto)`` for ``J ~ Beta-Binomial(m, a, b)``."""
+    if upto < 0:
+        return 0.0
+    if upto >= m:
+        return 1.0
+    base = math.lgamma(m + 1) - _log_beta(a, b)
+    terms = [
+        base - math.lgamma(j + 1) - math.lgamma(m - j + 1) + _log_beta(j + a, m - j + b) for j in range(upto + 1)
+    ]
+    top = max(terms)
+    return min(1.0, math.exp(top) * sum(math.exp(term - top) for term in terms))
+
+
+def _largest(passes: Any, highest: int) -> int:
+    """The largest ``k`` in 1..highest with ``passes(k)``, for a test that passes up to some k and fails above; 0 if none."""
+    low, high = 0, highest
+    while low < high:
+        middle = (low + high + 1) // 2
+        if passes(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+#: A batch's positives are counted up to this many: past it the batch's own chance adds nothing measurable.
+_BATCH_CAP = 20_000
 
 
 def positives_needed(target_recall: float, confidence: float) -> int:
@@ -91,6 +141,8 @@ class Cutoff:
     observed_recall: float
     observed_precision: float | None
     note: str | None = None
+    #: The positives a recall promise assumed the batch holds (its size times the labelled share).
+    batch_positives: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -99,6 +151,7 @@ class Cutoff:
             "confidence": self.confidence,
             "method": self.method,
             "calibration_rows": self.rows,
+            "batch_positives": self.batch_positives,
             "observed_recall": round(self.observed_recall, 4),
             "observed_precision": None if self.observed_precision is None else round(self.observed_precision, 4),
             "note": self.note,
@@ -113,29 +166,42 @@ def _observed(scores: np.ndarray, labels: np.ndarray, threshold: float | None) -
     return recall, precision
 
 
-def recall_cutoff(scores: Sequence[float], labels: Sequence[int], target: float, confidence: float) -> Cutoff:
-    """The highest cut-off that keeps at least ``target`` of new positives with probability ``confidence``."""
+def recall_cutoff(
+    scores: Sequence[float],
+    labels: Sequence[int],
+    target: float,
+    confidence: float,
+    batch_size: int | None = None,
+) -> Cutoff:
+    """The highest cut-off that keeps at least ``target`` of new positives with probability ``confidence``.
+
+    ``batch_size`` is how many rows the cut-off will be applied to (a filter call's items); with it
+    the promise also holds for that batch's own positives, not only for the source's share.
+    """
     s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=int)
     positives = np.sort(s[y == 1])
     n = len(positives)
-    chosen = 0
-    for k in range(1, n + 1):
-        if binomial_tail(n, 1.0 - target, k) >= confidence:
-            chosen = k
-        else:
-            break
-    method = "binomial bound on an order statistic of the labelled positives"
+    miss = 1.0 - target
+    chosen = _largest(lambda k: binomial_tail(n, miss, k) >= confidence, n)
+    batch_positives = None
+    if batch_size is not None and chosen:
+        batch_positives = min(_BATCH_CAP, max(1, round(batch_size * n / len(s))))
+        allowed = math.floor(miss * batch_positives + 1e-9)
+        chosen = _largest(
+            lambda k: beta_binomial_cdf(batch_positives, k, n + 1 - k, allowed) >= confidence, chosen
+        )
+    method = "binomial bound on an order statistic of the labelled positives (and beta-binomial for the batch)"
     if not chosen:
         needed = positives_needed(target, confidence)
         note = (
             f"{n} labelled positives cannot support a cut-off for recall {target:g} at confidence {confidence:g} "
-            f"(it takes at least {needed}); every row is kept"
+            f"(it takes at least {needed}, and a batch with enough positives to lose one); every row is kept"
         )
         recall, precision = _observed(s, y, None)
-        return Cutoff(None, "target_recall", target, confidence, method, len(s), recall, precision, note)
+        return Cutoff(None, "target_recall", target, confidence, method, len(s), recall, precision, note, batch_positives)
     threshold = float(positives[chosen - 1])
     recall, precision = _observed(s, y, threshold)
-    return Cutoff(threshold, "target_recall", target, confidence, method, len(s), recall, precision)
+    return Cutoff(threshold, "target_recall", target, confidence, method, len(s), recall, precision, None, batch_positives)
 
 
 def precision_cutoff(
@@ -146,18 +212,20 @@ def precision_cutoff(
     None when no cut-off of the grid passes its test.
     """
     s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=int)
-    level = (1.0 - confidence) / len(PRECISION_GRID)
+    level = 1.0 - confidence
     passing = None
-    for threshold in PRECISION_GRID:
+    for threshold in reversed(PRECISION_GRID):
         kept = y[s >= threshold]
+        if len(kept) < PRECISION_MIN_KEPT:
+            continue  # not yet started: the walk begins at the first cut-off with enough rows
         # H0: precision < target. Seeing this many positives among the kept rows is this unlikely under it.
-        if len(kept) and binomial_tail(len(kept), target, int(kept.sum())) <= level:
-            passing = threshold
+        if binomial_tail(len(kept), target, int(kept.sum())) > level:
             break
+        passing = threshold
     if passing is None:
         return None
     recall, precision = _observed(s, y, passing)
-    method = "Learn then Test: exact binomial tests, Bonferroni over a fixed grid of cut-offs"
+    method = "Learn then Test: exact binomial tests in a fixed sequence down a grid of cut-offs"
     return Cutoff(passing, "target_precision", target, confidence, method, len(s), recall, precision)
 
 
@@ -168,6 +236,7 @@ class ConformalSets:
     threshold: float
     coverage: float
     rows: int
+    confidence: float
 
     def members(self, probabilities: Sequence[float]) -> list[int]:
         """The columns in the set, most probable first."""
@@ -178,17 +247,31 @@ class ConformalSets:
     def to_dict(self) -> dict[str, Any]:
         return {
             "coverage": self.coverage,
+            "confidence": self.confidence,
             "threshold": round(self.threshold, 6),
             "calibration_rows": self.rows,
-            "method": "split conformal prediction, score 1 - p(right option)",
+            "method": "split conformal prediction, score 1 - p(right option), training-conditional rank",
         }
 
 
-def conformal_sets(true_probabilities: Sequence[float], coverage: float) -> ConformalSets:
-    """The threshold from each labelled row's probability of its right option."""
+def conformal_sets(
+    true_probabilities: Sequence[float], coverage: float, confidence: float, batch_size: int | None = None
+) -> ConformalSets:
+    """The threshold from each labelled row's probability of its right option.
+
+    ``batch_size`` is how many new rows the sets are for (a classify call's texts): with it the
+    promise also holds for that batch's own share, as :func:`recall_cutoff`'s does.
+    """
     scores = np.sort(1.0 - np.asarray(true_probabilities, dtype=float))
     n = len(scores)
-    rank = math.ceil((n + 1) * coverage)
-    # Past the last row the promise needs every option: the threshold 1 lets all in.
-    threshold = 1.0 if rank > n else float(scores[rank - 1])
-    return ConformalSets(threshold, coverage, n)
+    miss = 1.0 - coverage
+    # A new row is missed when its score is above the r-th smallest, a share distributed Beta(n + 1 - r, r):
+    # at most 1 - coverage with probability P(Binomial(n, 1 - coverage) >= n + 1 - r). Here j = n + 1 - r.
+    above = _largest(lambda j: binomial_tail(n, miss, j) >= confidence, n)
+    if batch_size is not None and above:
+        batch = min(_BATCH_CAP, max(1, batch_size))
+        allowed = math.floor(miss * batch + 1e-9)
+        above = _largest(lambda j: beta_binomial_cdf(batch, j, n + 1 - j, allowed) >= confidence, above)
+    # No rank keeps the promise (too few rows): the threshold 1 lets every option in.
+    threshold = 1.0 if not above else float(scores[n - above])
+    return ConformalSets(threshold, coverage, n, confidence)

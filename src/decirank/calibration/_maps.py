@@ -56,7 +56,7 @@ def _logit(values: np.ndarray) -> np.ndarray:
 
 
 def _sigmoid(values: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-values))
+    return np.exp(-np.logaddexp(0.0, -values))
 
 
 @dataclass(frozen=True)
@@ -91,17 +91,33 @@ class ProbabilityMap:
 
 
 def _fit_platt(probabilities: np.ndarray, labels: np.ndarray, ridge: float = 1e-3) -> ProbabilityMap:
-    """Newton's method on the two-parameter logistic; a small ridge keeps it finite on separable rows."""
+    """Newton's method with a backtracking line search on the two-parameter logistic's log loss.
+
+    Starts from the identity (a = 1, b = 0); a small ridge keeps it finite on separable rows.
+    """
     x = _logit(probabilities)
     design = np.stack([x, np.ones_like(x)], axis=1)
+
+    def loss(w: np.ndarray) -> float:
+        z = design @ w
+        # log(1 + e^z) - y z, written to stay finite for large |z|
+        return float(np.sum(np.logaddexp(0.0, z) - labels * z) + 0.5 * ridge * w @ w)
+
     weights = np.array([1.0, 0.0])
+    current = loss(weights)
     for _ in range(100):
         predicted = _sigmoid(design @ weights)
         gradient = design.T @ (predicted - labels) + ridge * weights
         hessian = (design * (predicted * (1 - predicted))[:, None]).T @ design + ridge * np.eye(2)
         step = np.linalg.solve(hessian, gradient)
-        weights -= step
-        if np.abs(step).max() < 1e-9:
+        scale = 1.0
+        while scale > 1e-8 and loss(weights - scale * step) > current:
+            scale /= 2
+        if scale <= 1e-8:
+            break
+        weights = weights - scale * step
+        previous, current = current, loss(weights)
+        if previous - current < 1e-10:
             break
     return ProbabilityMap("platt", {"a": float(weights[0]), "b": float(weights[1])})
 

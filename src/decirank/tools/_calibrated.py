@@ -18,7 +18,7 @@ from ..errors import InvalidInputError
 from ..stores.calibrations import Calibration, CalibrationStore
 from ._checks import check_probability_threshold
 
-__all__ = ["DEFAULT_CONFIDENCE", "check_answered", "check_model", "cutoff_for", "load_calibration"]
+__all__ = ["DEFAULT_CONFIDENCE", "check_answered", "check_confidence", "check_model", "cutoff_for", "load_calibration"]
 
 #: The confidence a promise is made with unless the caller names one.
 DEFAULT_CONFIDENCE = 0.9
@@ -81,13 +81,26 @@ def check_answered(calibration: Calibration | None, call: ToolCall) -> None:
         )
 
 
+def check_confidence(confidence: Any) -> float:
+    """How sure a promise must be: a number between 0 and 1 (exclusive), :data:`DEFAULT_CONFIDENCE` for None."""
+    sure = check_probability_threshold(DEFAULT_CONFIDENCE if confidence is None else confidence, "confidence")
+    assert sure is not None
+    if not 0.0 < sure < 1.0:
+        raise InvalidInputError("confidence", "a number between 0 and 1 (exclusive)", got=confidence)
+    return sure
+
+
 def cutoff_for(
     calibration: Calibration | None,
     target_recall: Any,
     target_precision: Any,
     confidence: Any,
+    batch_size: int,
 ) -> Cutoff | None:
-    """The promised cut-off on the model's probability, when a target is asked; checked arguments."""
+    """The promised cut-off on the model's probability, when a target is asked; checked arguments.
+
+    ``batch_size`` is how many items the cut-off is for: a recall promise holds for them too.
+    """
     recall = check_probability_threshold(target_recall, "target_recall")
     precision = check_probability_threshold(target_precision, "target_precision")
     if recall is None and precision is None:
@@ -99,16 +112,13 @@ def cutoff_for(
     assert level is not None
     if not 0.0 < level < 1.0:
         raise InvalidInputError(target_field, "a number between 0 and 1 (exclusive)", got=level)
-    sure = check_probability_threshold(DEFAULT_CONFIDENCE if confidence is None else confidence, "confidence")
-    assert sure is not None
-    if not 0.0 < sure < 1.0:
-        raise InvalidInputError("confidence", "a number between 0 and 1 (exclusive)", got=confidence)
+    sure = check_confidence(confidence)
     if calibration is None:
         raise InvalidInputError(
             FIELD, f"the name of a stored calibration, which {target_field} picks its cut-off from", got=None
         )
     if recall is not None:
-        return recall_cutoff(calibration.scores, calibration.labels, recall, sure)
+        return recall_cutoff(calibration.scores, calibration.labels, recall, sure, batch_size)
     found = precision_cutoff(calibration.scores, calibration.labels, level, sure)
     if found is None:
         raise InvalidInputError(

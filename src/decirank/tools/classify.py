@@ -11,8 +11,9 @@ caller who passed ``none="none of these"`` finds ``choice == "none of these"``.
 ``calibration`` names a stored calibration fitted for this question, these
 options and this model (:mod:`decirank.tools.calibrate`): the probabilities
 are then the calibrated ones, and ``coverage`` (0 to 1) gives each text a
-conformal prediction set, the fewest options that hold the right one with
-that probability on new texts from the same source. An empty set, or one
+conformal prediction set, the fewest options that hold the right one for at
+least that share of new texts from the same source, with ``confidence``
+(default 0.9). An empty set, or one
 holding the ``none`` option, says that no option fits (``none_fits``).
 
 A failed call, or an answer missing or outside [0, 1], fails the whole call:
@@ -34,7 +35,7 @@ from ..errors import InvalidInputError
 from ..types.answers import Usage
 from ..types.questions import MAX_OPTIONS, MIN_OPTIONS, ChoiceQuestion, DecisionRequest, Example
 from ..calibration._guarantees import ConformalSets, conformal_sets
-from ._calibrated import check_answered, check_model, load_calibration
+from ._calibrated import check_answered, check_confidence, check_model, load_calibration
 from ._checks import (
     check_probability_threshold,
     check_encodable,
@@ -175,6 +176,7 @@ async def aclassify(
     base_url: str | None = None,
     calibration: str | None = None,
     coverage: float | None = None,
+    confidence: float | None = None,
 ) -> ClassifyResult:
     """Pick, for each text, the option of ``options`` that ``question`` asks for.
 
@@ -196,7 +198,7 @@ async def aclassify(
     if examples:
         inputs["examples"] = [example.to_dict() for example in examples]
     map_used = load_calibration(calibration, "classify", question, options)
-    sets = _sets_for(map_used, coverage)
+    sets = _sets_for(map_used, coverage, confidence, len(texts))
     if map_used is not None:
         inputs["calibration"] = {"name": map_used.name, "data_hash": map_used.data_hash}
     if sets is not None:
@@ -232,7 +234,7 @@ async def aclassify(
         return ClassifyResult(decisions, call.answered_by, call.usage, call.run_id, name, sets)
 
 
-def _sets_for(calibration: Any, coverage: Any) -> ConformalSets | None:
+def _sets_for(calibration: Any, coverage: Any, confidence: Any, batch_size: int) -> ConformalSets | None:
     """The conformal threshold for ``coverage`` from the calibration's labelled rows (checked arguments)."""
     level = check_probability_threshold(coverage, "coverage")
     if level is None:
@@ -241,7 +243,7 @@ def _sets_for(calibration: Any, coverage: Any) -> ConformalSets | None:
         raise InvalidInputError("coverage", "a number between 0 and 1 (exclusive)", got=coverage)
     if calibration is None:
         raise InvalidInputError("calibration", "the name of a stored calibration, which coverage needs", got=None)
-    return conformal_sets(calibration.scores, level)
+    return conformal_sets(calibration.scores, level, check_confidence(confidence), batch_size)
 
 
 @sync_twin(aclassify)
@@ -257,6 +259,7 @@ def classify(
     base_url: str | None = None,
     calibration: str | None = None,
     coverage: float | None = None,
+    confidence: float | None = None,
 ) -> ClassifyResult:
     """Sync twin of :func:`aclassify`, which takes the same arguments; use that one in async code."""
     return run_sync(
@@ -271,4 +274,5 @@ def classify(
         base_url=base_url,
         calibration=calibration,
         coverage=coverage,
+        confidence=confidence,
     )

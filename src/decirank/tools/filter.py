@@ -192,7 +192,7 @@ async def afilter(
     state = check_state(state)
     threshold = check_probability_threshold(min_confidence, "min_confidence")
     map_used = load_calibration(calibration, "filter", question)
-    promise = cutoff_for(map_used, target_recall, target_precision, confidence)
+    promise = cutoff_for(map_used, target_recall, target_precision, confidence, len(items))
     if promise is not None and threshold is not None:
         raise InvalidInputError("min_confidence", "no min_confidence with a target: the target picks the cut-off")
     if threshold is None:

@@ -1,0 +1,230 @@
+"""Calibration on the user's labels, measured on every development set: ECE, recall promises, conformal coverage.
+
+    python benchmarks/calibration.py [--model local --model lexical] [--rows 600] [--splits 100]
+
+For each set it asks the model once through the tool a user would call
+(``score`` for a yes/no question about a text, ``classify`` for a choice),
+then, over ``--splits`` seeded random splits, fits the calibration on 100
+labelled rows with the library's own functions (:func:`choose_map`,
+:func:`recall_cutoff`, :func:`conformal_sets`, the ones ``decirank
+calibrate`` and the tools use) and measures on the other rows:
+
+- ECE (ten bins) of the calibrated probabilities, beside the model's own;
+- ``target_recall=0.9`` at confidence 0.9: in how many splits the held-out
+  recall is at least 0.9 (the promise says at least 90 of 100), and the
+  held-out precision it costs;
+- ``coverage=0.9`` for the choice sets: the held-out coverage and mean set size.
+
+The sets: every domain of ``../shared/data/decisions`` as the training
+corpus words its yes/no questions (``training/corpus.py``: topic, attribute
+and passage questions, several wordings in one set), its choice sets, and the
+everyday yes/no and choice files. A set's model answers are cached in
+``benchmarks/.cache/`` by model and row count, so a rerun only re-splits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "training"))
+
+import corpus  # noqa: E402  (the training folder's loaders)
+import everyday  # noqa: E402
+
+import decirank  # noqa: E402
+from decirank.calibration import choose_map, conformal_sets, recall_cutoff, reliability  # noqa: E402
+
+FIT_ROWS = 100
+TARGET = 0.9
+CONFIDENCE = 0.9
+CACHE = ROOT / "benchmarks" / ".cache"
+
+
+def yes_no_sets(decisions: Path, everyday_data: Path, rows: int) -> dict[str, list[dict]]:
+    """Each set's rows ``{question, text, true, false, label}``, at most ``rows`` each, in a seeded order."""
+    rng = np.random.default_rng(0)
+    sets: dict[str, list[dict]] = {}
+    for domain, found in corpus.by_domain(corpus.yes_no_rows(decisions, seed=0)).items():
+        picked = [found[i] for i in rng.permutation(len(found))[:rows]]
+        sets[domain] = [
+            {"question": r.question, "text": r.text, "true": r.true, "false": r.false, "label": int(r.label)}
+            for r in picked
+        ]
+    yes_no, _, _ = everyday.load(everyday_data)
+    picked = [yes_no[i] for i in rng.permutation(len(yes_no))]
+    sets["everyday"] = [
+        {"question": r.question, "text": r.text, "true": None, "false": None, "label": int(r.label)} for r in picked
+    ]
+    return sets
+
+
+def choice_sets(decisions: Path, everyday_data: Path, rows: int) -> dict[str, list[dict]]:
+    """Each choice set's rows ``{question, text, options, none, label}``."""
+    sets: dict[str, list[dict]] = defaultdict(list)
+    for r in corpus.choice_rows(decisions, seed=0, per_domain=rows):
+        sets[r.domain].append({"question": r.question, "text": r.text, "options": r.options, "none": None, "label": r.label})
+    _, choices, _ = everyday.load(everyday_data)
+    for r in choices:
+        label = r.none_text if r.answer == "none" else r.answer
+        sets["everyday"].append(
+            {"question": r.question, "text": r.text, "options": r.options, "none": r.none_text, "label": label}
+        )
+    return dict(sets)
+
+
+def _groups(rows: list[dict], keys: tuple[str, ...]) -> dict[str, list[int]]:
+    grouped: dict[str, list[int]] = defaultdict(list)
+    for index, row in enumerate(rows):
+        grouped[json.dumps([row[key] for key in keys], sort_keys=True)].append(index)
+    return grouped
+
+
+def yes_no_answers(rows: list[dict], model: str) -> list[float]:
+    """Each row's probability from the score tool, one call per distinct question."""
+    probabilities = [0.0] * len(rows)
+    for group in _groups(rows, ("question", "true", "false")).values():
+        first = rows[group[0]]
+        result = decirank.score(
+            [rows[i]["text"] for i in group], first["question"], true=first["true"], false=first["false"], model=model
+        )
+        for i, p in zip(group, result.probabilities, strict=True):
+            probabilities[i] = p
+    return probabilities
+
+
+def choice_answers(rows: list[dict], model: str) -> list[list[float]]:
+    """Each row's probability of each option (the options' order, ``none`` last), from the classify tool."""
+    answers: list[list[float]] = [[] for _ in rows]
+    for group in _groups(rows, ("question", "options", "none")).values():
+        first = rows[group[0]]
+        result = decirank.classify(
+            [rows[i]["text"] for i in group], first["question"], first["options"], none=first["none"], model=model
+        )
+        keys = list(first["options"]) + ([first["none"]] if first["none"] else [])
+        for i, decision in zip(group, result.decisions, strict=True):
+            answers[i] = [decision.probabilities[key] for key in keys]
+    return answers
+
+
+def cached(name: str, compute):
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"{name}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    found = compute()
+    path.write_text(json.dumps(found))
+    return found
+
+
+def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int) -> dict:
+    eces, raw_eces, held, recalls, precisions, kept_all = [], [], 0, [], [], 0
+    for split in range(splits):
+        order = np.random.default_rng(1000 + split).permutation(len(p))
+        fit, rest = order[:FIT_ROWS], order[FIT_ROWS:]
+        fitted, _, _ = choose_map(p[fit], y[fit], seed=split)
+        eces.append(reliability(fitted(p[rest]), y[rest]).ece)
+        raw_eces.append(reliability(p[rest], y[rest]).ece)
+        cut = recall_cutoff(p[fit], y[fit], TARGET, CONFIDENCE, batch_size=len(rest))
+        kept = np.ones(len(rest), bool) if cut.threshold is None else p[rest] >= cut.threshold
+        kept_all += cut.threshold is None
+        positives = y[rest] == 1
+        recall = float((kept & positives).sum() / positives.sum()) if positives.any() else 1.0
+        recalls.append(recall)
+        held += recall >= TARGET
+        precisions.append(float(y[rest][kept].mean()) if kept.any() else float("nan"))
+    return {
+        "rows": len(p),
+        "base_rate": float(y.mean()),
+        "ece_model": statistics.mean(raw_eces),
+        "ece": statistics.mean(eces),
+        "recall_held": held / splits,
+        "recall_median": statistics.median(recalls),
+        "precision": float(np.nanmean(precisions)),
+        "kept_all": kept_all / splits,
+    }
+
+
+def measure_choice(d: list[np.ndarray], truth: np.ndarray, splits: int) -> dict:
+    """``d`` holds each row's distribution (rows may offer different options); ``truth`` each right column."""
+    true_p = np.array([row[t] for row, t in zip(d, truth, strict=True)])
+    coverages, sizes = [], []
+    for split in range(splits):
+        order = np.random.default_rng(2000 + split).permutation(len(d))
+        fit, rest = order[:FIT_ROWS], order[FIT_ROWS:]
+        sets = conformal_sets(true_p[fit], TARGET, CONFIDENCE, batch_size=len(rest))
+        members = [sets.members(d[i]) for i in rest]
+        coverages.append(float(np.mean([truth[i] in m for i, m in zip(rest, members, strict=True)])))
+        sizes.append(float(np.mean([len(m) for m in members])))
+    return {
+        "rows": len(d),
+        "options": max(len(row) for row in d),
+        "accuracy": float(np.mean([int(np.argmax(row)) == t for row, t in zip(d, truth, strict=True)])),
+        "coverage": statistics.mean(coverages),
+        "coverage_min": min(coverages),
+        "set_size": statistics.mean(sizes),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", action="append", help="models to measure (default: local and lexical)")
+    parser.add_argument("--decisions", type=Path, default=ROOT.parent / "shared" / "data" / "decisions")
+    parser.add_argument("--everyday", type=Path, default=ROOT.parent / "shared" / "data" / "everyday")
+    parser.add_argument("--rows", type=int, default=600, help="rows per set at most")
+    parser.add_argument("--splits", type=int, default=100)
+    parser.add_argument("--json", type=Path, help="write the figures here too")
+    args = parser.parse_args()
+    models = args.model or ["local", "lexical"]
+    yes_no = yes_no_sets(args.decisions, args.everyday, args.rows)
+    choices = choice_sets(args.decisions, args.everyday, args.rows)
+    report: dict = {}
+    for model in models:
+        report[model] = {"yes_no": {}, "choice": {}}
+        for name, rows in yes_no.items():
+            started = time.perf_counter()
+            p = cached(f"{model}-yesno-{name}-{args.rows}", lambda rows=rows: yes_no_answers(rows, model))
+            y = np.array([row["label"] for row in rows])
+            figures = measure_yes_no(np.array(p), y, args.splits)
+            report[model]["yes_no"][name] = figures
+            print(
+                f"{model:8} {name:20} rows {figures['rows']:4}  ECE {figures['ece_model']:.3f} -> {figures['ece']:.3f}  "
+                f"recall>=0.9 in {figures['recall_held']:.0%} (median {figures['recall_median']:.3f}, "
+                f"precision {figures['precision']:.3f}, base {figures['base_rate']:.2f})  "
+                f"{time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
+        for name, rows in choices.items():
+            started = time.perf_counter()
+            d = cached(f"{model}-choice-{name}-{args.rows}", lambda rows=rows: choice_answers(rows, model))
+            truth = np.array(
+                [(list(row["options"]) + ([row["none"]] if row["none"] else [])).index(row["label"]) for row in rows]
+            )
+            figures = measure_choice([np.array(row) for row in d], truth, args.splits)
+            report[model]["choice"][name] = figures
+            print(
+                f"{model:8} {name:20} rows {figures['rows']:4}  options {figures['options']:3}  "
+                f"accuracy {figures['accuracy']:.3f}  coverage {figures['coverage']:.3f} (min {figures['coverage_min']:.3f})  "
+                f"set size {figures['set_size']:.1f}  {time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
+        yes = report[model]["yes_no"].values()
+        print(
+            f"{model}: worst ECE {max(f['ece'] for f in yes):.3f}, mean {statistics.mean(f['ece'] for f in yes):.3f}; "
+            f"recall promise held in >= 90% of splits on {sum(f['recall_held'] >= 0.9 for f in yes)}/{len(yes)} sets; "
+            f"choice coverage worst {min(f['coverage'] for f in report[model]['choice'].values()):.3f}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
