@@ -13,9 +13,10 @@ one-sided binomial bound on a quantile; ties only help). A call filters a
 finite batch, whose own share of lost positives also varies by chance: with
 ``m`` positives in the batch, the number lost is Beta-Binomial(m, k, n + 1 - k),
 exactly. The cut-off is the highest order statistic for which both the
-source's share and the batch's (``m`` estimated as the batch size times the
-labelled rows' share of positives) keep the promise with probability
-``confidence``. When even the lowest positive is too high a bar (fewer than
+source's share and the batch's keep the promise with probability
+``confidence``; ``m`` is not known, so the batch's bound must hold for every
+``m`` the labelled rows' share of positives allows (its 90% interval times the
+batch size). When even the lowest positive is too high a bar (fewer than
 ``log(1 - confidence) / log(target)`` positives, or a batch too small to
 lose any), every row is kept: the only cut-off that keeps the promise.
 
@@ -185,11 +186,19 @@ def recall_cutoff(
     chosen = _largest(lambda k: binomial_tail(n, miss, k) >= confidence, n)
     batch_positives = None
     if batch_size is not None and chosen:
-        batch_positives = min(_BATCH_CAP, max(1, round(batch_size * n / len(s))))
-        allowed = math.floor(miss * batch_positives + 1e-9)
-        chosen = _largest(
-            lambda k: beta_binomial_cdf(batch_positives, k, n + 1 - k, allowed) >= confidence, chosen
+        # The batch's positives are not known: their share is the labelled share, give or take its
+        # sampling error, so the bound must hold at both ends of that range (and at its middle).
+        share = n / len(s)
+        spread = 1.645 * math.sqrt(share * (1 - share) / len(s))
+        candidates = sorted(
+            {min(_BATCH_CAP, max(1, round(batch_size * min(1.0, max(0.0, share + d))))) for d in (-spread, 0.0, spread)}
         )
+        batch_positives = candidates[0]
+        for positives_in_batch in candidates:
+            allowed = math.floor(miss * positives_in_batch + 1e-9)
+            chosen = _largest(
+                lambda k, m=positives_in_batch, a=allowed: beta_binomial_cdf(m, k, n + 1 - k, a) >= confidence, chosen
+            )
     method = "binomial bound on an order statistic of the labelled positives (and beta-binomial for the batch)"
     if not chosen:
         needed = positives_needed(target, confidence)
