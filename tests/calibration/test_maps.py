@@ -112,7 +112,7 @@ def test_the_recall_promise_holds_in_at_least_its_confidence_of_draws(target):
         held += (kept & positives).sum() / positives.sum() >= target
         thresholds += cut.threshold is not None
     assert _at_least(held / 400, 0.9, 400)
-    assert thresholds > 250  # a real cut-off, not "keep everything", nearly every time
+    assert thresholds > 200  # a real cut-off, not "keep everything", most of the time
     assert held / 400 < 0.995  # and not so timid that it keeps everything it can
 
 
