@@ -10,7 +10,7 @@ DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
 EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray
 
-.PHONY: install install-core demo test bench bench-labels bench-decisions train-model train-reader bench-serve bench-replicas bench-batch check-data clean
+.PHONY: install install-core demo test bench bench-labels bench-calibration bench-decisions train-model train-reader bench-serve bench-replicas bench-batch check-data clean
 
 install: $(VENV)/.installed
 install-core: $(VENV)/.installed-core
@@ -39,7 +39,7 @@ test: install
 		echo "make test: no Chromium, so the page's browser tests will skip; apt-get install chromium to run them" >&2
 	$(BIN)/python -m pytest -q
 
-bench: install check-data bench-labels
+bench: install check-data bench-labels bench-calibration
 	$(BIN)/python benchmarks/single_decision.py
 	$(BIN)/python benchmarks/score_vs_filter.py
 	$(BIN)/decirank eval trec $(DATA)/bm25_top100.json $(DATA)/qrels.txt --model local --tool rank --warm
@@ -69,6 +69,10 @@ EVERYDAY ?= ../shared/data/everyday
 train-model: install
 	$(BIN)/python training/train.py --data $(DECISIONS)
 	$(BIN)/python training/stack.py --data $(DECISIONS) --everyday $(EVERYDAY)
+
+# Calibration on 100 labelled rows of each development set: ECE, recall promises, conformal coverage (README).
+bench-calibration: install
+	$(BIN)/python benchmarks/calibration.py --decisions $(DECISIONS) --everyday $(EVERYDAY) --json benchmarks/calibration.json
 
 bench-decisions: install
 	$(BIN)/python training/train.py --data $(DECISIONS) --no-write
