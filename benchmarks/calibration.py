@@ -37,11 +37,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "training"))
 
-import corpus  # noqa: E402  (the training folder's loaders)
-import everyday  # noqa: E402
+import corpus
+import everyday
 
-import decirank  # noqa: E402
-from decirank.calibration import choose_map, conformal_sets, recall_cutoff, reliability  # noqa: E402
+import decirank
+from decirank.calibration import choose_map, conformal_sets, recall_cutoff, reliability
 
 FIT_ROWS = 100
 TARGET = 0.9
@@ -71,7 +71,9 @@ def choice_sets(decisions: Path, everyday_data: Path, rows: int) -> dict[str, li
     """Each choice set's rows ``{question, text, options, none, label}``."""
     sets: dict[str, list[dict]] = defaultdict(list)
     for r in corpus.choice_rows(decisions, seed=0, per_domain=rows):
-        sets[r.domain].append({"question": r.question, "text": r.text, "options": r.options, "none": None, "label": r.label})
+        sets[r.domain].append(
+            {"question": r.question, "text": r.text, "options": r.options, "none": None, "label": r.label}
+        )
     _, choices, _ = everyday.load(everyday_data)
     for r in choices:
         label = r.none_text if r.answer == "none" else r.answer
@@ -191,7 +193,7 @@ def main() -> None:
         report[model] = {"yes_no": {}, "choice": {}}
         for name, rows in yes_no.items():
             started = time.perf_counter()
-            p = cached(f"{model}-yesno-{name}-{args.rows}", lambda rows=rows: yes_no_answers(rows, model))
+            p = cached(f"{model}-yesno-{name}-{args.rows}", lambda rows=rows, model=model: yes_no_answers(rows, model))
             y = np.array([row["label"] for row in rows])
             figures = measure_yes_no(np.array(p), y, args.splits)
             report[model]["yes_no"][name] = figures
@@ -204,7 +206,7 @@ def main() -> None:
             )
         for name, rows in choices.items():
             started = time.perf_counter()
-            d = cached(f"{model}-choice-{name}-{args.rows}", lambda rows=rows: choice_answers(rows, model))
+            d = cached(f"{model}-choice-{name}-{args.rows}", lambda rows=rows, model=model: choice_answers(rows, model))
             truth = np.array(
                 [(list(row["options"]) + ([row["none"]] if row["none"] else [])).index(row["label"]) for row in rows]
             )

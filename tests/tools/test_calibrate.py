@@ -42,10 +42,22 @@ _FINE = [
     "What sizes does the {t} come in?",
 ]
 _TEAMS = {
-    "billing": ["I was charged twice for my {t}.", "My invoice for the {t} shows the wrong amount.", "Where is my refund for the {t}?"],
-    "delivery": ["My {t} hasn't arrived yet.", "The courier left my {t} in the rain.", "Can you change where the {t} is delivered?"],
+    "billing": [
+        "I was charged twice for my {t}.",
+        "My invoice for the {t} shows the wrong amount.",
+        "Where is my refund for the {t}?",
+    ],
+    "delivery": [
+        "My {t} hasn't arrived yet.",
+        "The courier left my {t} in the rain.",
+        "Can you change where the {t} is delivered?",
+    ],
     "technical": ["The {t} won't turn on.", "The {t} app crashes at start.", "The {t} keeps losing its connection."],
-    "account": ["I can't log in to order a {t}.", "Please change the email on my account.", "How do I reset my password?"],
+    "account": [
+        "I can't log in to order a {t}.",
+        "Please change the email on my account.",
+        "How do I reset my password?",
+    ],
 }
 
 
@@ -203,7 +215,9 @@ def test_a_rerank_calibration_over_many_queries_serves_any_query(support):
     ] + [{"query": "a happy customer", "item": row["item"], "answer": not row["answer"]} for row in support[30:60]]
     result = decirank.calibrate(rows, None, name="relevance", tool="rerank", model="local")
     assert result.calibration.question is None
-    reranked = decirank.rerank("damaged goods", [row["item"] for row in support[60:70]], model="local", calibration="relevance")
+    reranked = decirank.rerank(
+        "damaged goods", [row["item"] for row in support[60:70]], model="local", calibration="relevance"
+    )
     assert reranked.calibration == "relevance"
     scores = [document.relevance_score for document in reranked.results]
     assert scores == sorted(scores, reverse=True)

@@ -98,9 +98,7 @@ def beta_binomial_cdf(m: int, a: float, b: float, upto: int) -> float:
     if upto >= m:
         return 1.0
     base = math.lgamma(m + 1) - _log_beta(a, b)
-    terms = [
-        base - math.lgamma(j + 1) - math.lgamma(m - j + 1) + _log_beta(j + a, m - j + b) for j in range(upto + 1)
-    ]
+    terms = [base - math.lgamma(j + 1) - math.lgamma(m - j + 1) + _log_beta(j + a, m - j + b) for j in range(upto + 1)]
     top = max(terms)
     return min(1.0, math.exp(top) * sum(math.exp(term - top) for term in terms))
 
@@ -207,15 +205,17 @@ def recall_cutoff(
             f"(it takes at least {needed}, and a batch with enough positives to lose one); every row is kept"
         )
         recall, precision = _observed(s, y, None)
-        return Cutoff(None, "target_recall", target, confidence, method, len(s), recall, precision, note, batch_positives)
+        return Cutoff(
+            None, "target_recall", target, confidence, method, len(s), recall, precision, note, batch_positives
+        )
     threshold = float(positives[chosen - 1])
     recall, precision = _observed(s, y, threshold)
-    return Cutoff(threshold, "target_recall", target, confidence, method, len(s), recall, precision, None, batch_positives)
+    return Cutoff(
+        threshold, "target_recall", target, confidence, method, len(s), recall, precision, None, batch_positives
+    )
 
 
-def precision_cutoff(
-    scores: Sequence[float], labels: Sequence[int], target: float, confidence: float
-) -> Cutoff | None:
+def precision_cutoff(scores: Sequence[float], labels: Sequence[int], target: float, confidence: float) -> Cutoff | None:
     """The lowest grid cut-off whose precision on new rows is at least ``target`` with probability ``confidence``.
 
     None when no cut-off of the grid passes its test.

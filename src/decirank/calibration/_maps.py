@@ -225,7 +225,10 @@ def _fit_temperature(distributions: np.ndarray, truth: np.ndarray) -> Probabilit
     low, high = math.log(0.05), math.log(20.0)
     ratio = (math.sqrt(5) - 1) / 2
     a, b = high - ratio * (high - low), low + ratio * (high - low)
-    loss_a, loss_b = _temperature_loss(log_true, log_all, math.exp(a)), _temperature_loss(log_true, log_all, math.exp(b))
+    loss_a, loss_b = (
+        _temperature_loss(log_true, log_all, math.exp(a)),
+        _temperature_loss(log_true, log_all, math.exp(b)),
+    )
     for _ in range(60):
         if loss_a < loss_b:
             high, b, loss_b = b, a, loss_a
@@ -297,7 +300,9 @@ class Reliability:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Reliability:
-        return cls(int(data["rows"]), float(data["ece"]), float(data["brier"]), float(data["log_loss"]), list(data["table"]))
+        return cls(
+            int(data["rows"]), float(data["ece"]), float(data["brier"]), float(data["log_loss"]), list(data["table"])
+        )
 
 
 def reliability(probabilities: Sequence[float], labels: Sequence[int], bins: int = RELIABILITY_BINS) -> Reliability:

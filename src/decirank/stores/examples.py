@@ -48,7 +48,8 @@ def check_set_name(value: Any, field: str = "name") -> str:
     """A set name: a letter or digit, then letters, digits, '_', '.' or '-', at most 100 characters."""
     if not isinstance(value, str) or not _NAME.fullmatch(value):
         raise InvalidInputError(
-            field, "an example set name: a letter or digit, then letters, digits, '_', '.' or '-' (at most 100)",
+            field,
+            "an example set name: a letter or digit, then letters, digits, '_', '.' or '-' (at most 100)",
             got=value,
         )
     return value

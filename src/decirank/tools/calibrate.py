@@ -84,7 +84,9 @@ def _check_rows(
     """The labelled rows, each problem named by its place (``rows.3.answer``)."""
     rows = resolve_examples(rows, "rows")
     if isinstance(rows, str | bytes | Mapping) or not isinstance(rows, Sequence):
-        raise InvalidInputError("rows", 'a list of {"item" or "state", "answer"} or a stored example set\'s name', got=rows)
+        raise InvalidInputError(
+            "rows", 'a list of {"item" or "state", "answer"} or a stored example set\'s name', got=rows
+        )
     queries: list[str | None] = []
     plain = []
     for index, row in enumerate(rows):
@@ -105,7 +107,9 @@ def _check_rows(
     else:
         keys = {**options, **({none: none} if none is not None else {})}
         checked = check_examples(
-            plain, "rows", answer_ok=lambda answer: isinstance(answer, str) and answer in keys,
+            plain,
+            "rows",
+            answer_ok=lambda answer: isinstance(answer, str) and answer in keys,
             expected_answer=f"one of the option keys {sorted(keys)}",
         )
     found = []
@@ -118,7 +122,11 @@ def _check_rows(
             answer = NONE_KEY
         found.append(_Row(text, answer, query))
     if len(found) < MIN_ROWS:
-        raise InvalidInputError("rows", f"at least {MIN_ROWS} labelled rows (about 100 make a trustworthy map)", detail=f"{len(found)} given")
+        raise InvalidInputError(
+            "rows",
+            f"at least {MIN_ROWS} labelled rows (about 100 make a trustworthy map)",
+            detail=f"{len(found)} given",
+        )
     if options is None:
         yes = sum(row.answer for row in found)
         if min(yes, len(found) - yes) < MIN_EACH:

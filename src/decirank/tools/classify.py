@@ -29,21 +29,21 @@ from typing import Any
 
 from .._jsonpath import to_text
 from .._sync import run_sync, sync_twin
+from ..calibration._guarantees import ConformalSets, conformal_sets
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ..types.answers import Usage
 from ..types.questions import MAX_OPTIONS, MIN_OPTIONS, ChoiceQuestion, DecisionRequest, Example
-from ..calibration._guarantees import ConformalSets, conformal_sets
 from ._calibrated import check_answered, check_confidence, check_model, load_calibration
 from ._checks import (
-    check_probability_threshold,
     check_encodable,
     check_examples,
     check_instructions,
     check_items,
     check_no_blank,
     check_optional_text,
+    check_probability_threshold,
 )
 
 __all__ = [
@@ -218,7 +218,11 @@ async def aclassify(
             members = None if sets is None else [reported[keys[column]] for column in sets.members(raw)]
             mapped = raw if map_used is None else [float(p) for p in map_used.map(raw)]
             probabilities = {reported[key]: p for key, p in zip(keys, mapped, strict=True)}
-            choice = reported[answer.choice] if map_used is None else reported[keys[max(range(len(keys)), key=mapped.__getitem__)]]
+            choice = (
+                reported[answer.choice]
+                if map_used is None
+                else reported[keys[max(range(len(keys)), key=mapped.__getitem__)]]
+            )
             none_fits = None if members is None else (not members or (none is not None and none in members))
             decisions.append(ClassifyDecision(index, choice, probabilities[choice], probabilities, members, none_fits))
         name = None if map_used is None else map_used.name

@@ -28,12 +28,12 @@ from typing import Any
 
 from .._progress import progress_bar
 from .._sync import run_sync, sync_twin
+from ..calibration._guarantees import Cutoff
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ..types.answers import Usage
 from ..types.questions import Example
-from ..calibration._guarantees import Cutoff
 from ._calibrated import check_answered, check_model, cutoff_for, load_calibration
 from ._checks import (
     check_examples,
@@ -227,7 +227,9 @@ async def afilter(
         raw = asked.probabilities
         calibrated = raw if map_used is None else [float(p) for p in map_used.map(raw)] if raw else []
         decisions = [
-            FilterDecision(item, index, probability, _kept(probability, model_probability, threshold, promise), model_probability)
+            FilterDecision(
+                item, index, probability, _kept(probability, model_probability, threshold, promise), model_probability
+            )
             for index, (item, probability, model_probability) in enumerate(zip(items, calibrated, raw, strict=True))
         ]
         call.record_outputs(
@@ -240,9 +242,7 @@ async def afilter(
             }
         )
         name = None if map_used is None else map_used.name
-        return FilterResult(
-            decisions, threshold, call.answered_by, call.usage, call.run_id, asked.notes, name, promise
-        )
+        return FilterResult(decisions, threshold, call.answered_by, call.usage, call.run_id, asked.notes, name, promise)
 
 
 def _kept(probability: float, model_probability: float, threshold: float, promise: Cutoff | None) -> bool:

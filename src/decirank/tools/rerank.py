@@ -115,9 +115,7 @@ def check_documents(documents: Any) -> list[_Document]:
         elif isinstance(document, dict) and isinstance(document.get("text"), str):
             checked.append(_Document(document.get("id", index), document["text"], document, index))
         else:
-            raise InvalidInputError(
-                f"documents.{index}", "a string or an object with a string 'text'", got=document
-            )
+            raise InvalidInputError(f"documents.{index}", "a string or an object with a string 'text'", got=document)
     check_no_blank([document.text for document in checked], "documents")
     return checked
 
