@@ -48,7 +48,7 @@ def test_lists_every_tool_with_documented_schemas_and_read_only_hints():
     tools = with_stdio_client(scenario)
     assert set(tools) == {
         "builtin__rank", "builtin__rerank", "builtin__filter", "builtin__classify", "builtin__score",
-        "builtin__score_list",
+        "builtin__calibrate", "builtin__score_list",
     }
 
     rank = tools["builtin__rank"]
@@ -61,19 +61,34 @@ def test_lists_every_tool_with_documented_schemas_and_read_only_hints():
     assert set(rank.output_schema["required"]) == {"items", "ranked"}
 
     assert set(tools["builtin__rerank"].input_schema["properties"]) == {
-        "query", "documents", "top_k", "min_relevance", "model"
+        "query", "documents", "top_k", "min_relevance", "calibration", "model"
     }
     assert set(tools["builtin__filter"].input_schema["properties"]) == {
-        "items", "question", "state", "min_confidence", "describe", "examples", "model"
+        "items", "question", "state", "min_confidence", "describe", "examples", "calibration", "target_recall",
+        "target_precision", "confidence", "model"
     }
+    assert {"raw_probability"} <= set(
+        tools["builtin__filter"].output_schema["properties"]["decisions"]["items"]["properties"]
+    )
+    assert {"calibration", "promise"} <= set(tools["builtin__filter"].output_schema["properties"])
     assert set(tools["builtin__filter"].input_schema["required"]) == {"items", "question"}
     assert set(tools["builtin__classify"].input_schema["properties"]) == {
-        "texts", "question", "options", "none", "examples", "model"
+        "texts", "question", "options", "none", "examples", "calibration", "coverage", "model"
     }
+    assert {"prediction_set", "none_fits"} <= set(
+        tools["builtin__classify"].output_schema["properties"]["decisions"]["items"]["properties"]
+    )
     assert set(tools["builtin__classify"].input_schema["required"]) == {"texts", "question", "options"}
     assert set(tools["builtin__score"].input_schema["properties"]) == {
-        "texts", "question", "true", "false", "examples", "model"
+        "texts", "question", "true", "false", "examples", "calibration", "model"
     }
+    assert {"raw_probabilities", "calibration"} <= set(tools["builtin__score"].output_schema["properties"])
+    calibrate = tools["builtin__calibrate"]
+    assert set(calibrate.input_schema["properties"]) == {
+        "name", "question", "tool", "rows", "state", "options", "none", "true", "false", "method", "save", "model"
+    }
+    assert set(calibrate.input_schema["required"]) == {"name", "rows"}
+    assert {"before", "after", "method", "saved"} <= set(calibrate.output_schema["required"])
     assert set(tools["builtin__score"].input_schema["required"]) == {"texts", "question"}
     score_list = tools["builtin__score_list"]
     assert {"refs", "evaluator", "top_k", "max_concurrency"} <= set(score_list.input_schema["properties"])
@@ -82,8 +97,10 @@ def test_lists_every_tool_with_documented_schemas_and_read_only_hints():
 
     for name in ("builtin__rank", "builtin__rerank", "builtin__filter", "builtin__classify", "builtin__score"):
         assert tools[name].annotations.read_only_hint is True, name
-    # score_list stamps every ref it scores in the artifact store.
+    # score_list stamps every ref it scores in the artifact store; calibrate stores (and replaces) by name.
     assert score_list.annotations.read_only_hint is False
+    assert score_list.annotations.destructive_hint is False
+    assert calibrate.annotations.read_only_hint is False and calibrate.annotations.destructive_hint is True
 
 
 def test_rank_rerank_and_filter_answer_with_structured_results():
