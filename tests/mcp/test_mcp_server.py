@@ -342,3 +342,55 @@ def test_streamable_http_with_an_api_key_refuses_requests_without_it():
     assert (missing.status_code, wrong.status_code) == (401, 401)
     assert missing.headers["www-authenticate"] == "Bearer"
     assert right.status_code == 200, right.text
+
+
+def test_calibrate_stores_a_calibration_that_filter_and_classify_then_take(isolated_user_dir):
+    """builtin__calibrate fits and stores a calibration; builtin__filter's target and builtin__classify's coverage
+    use it, each result checked by its output schema; a calibration for another question is an error result."""
+    from tests.calibration_rows import KIND_QUESTION, KINDS, PET_QUESTION, PET_STATE, kind_rows, pet_rows
+
+    items = ["a cat at noon", "a lamp by the door", "a puppy on the sofa"]
+
+    async def scenario(client: Client):
+        fitted = await client.call_tool("builtin__calibrate", {
+            "name": "pets", "question": PET_QUESTION, "rows": pet_rows(), "state": PET_STATE, "model": "lexical",
+        })
+        kinds = await client.call_tool("builtin__calibrate", {
+            "name": "kinds", "question": KIND_QUESTION, "tool": "classify", "options": KINDS, "rows": kind_rows(),
+            "model": "lexical",
+        })
+        kept = await client.call_tool("builtin__filter", {
+            "items": items, "question": PET_QUESTION, "state": PET_STATE, "calibration": "pets",
+            "target_recall": 0.8, "model": "lexical",
+        })
+        classified = await client.call_tool("builtin__classify", {
+            "texts": items, "question": KIND_QUESTION, "options": KINDS, "calibration": "kinds", "coverage": 0.8,
+            "model": "lexical",
+        })
+        refused = await client.call_tool("builtin__filter", {
+            "items": items, "question": "Is this a vehicle?", "calibration": "pets", "model": "lexical",
+        })
+        return fitted, kinds, kept, classified, refused
+
+    fitted, kinds, kept, classified, refused = with_stdio_client(scenario)
+    assert not fitted.is_error, fitted.content
+    summary = fitted.structured_content
+    assert summary["name"] == "pets" and summary["saved"] and summary["rows"] == 40
+    assert summary["model"] == "lexical:bm25" and summary["method"] in summary["cross_validated_log_loss"]
+    assert decirank.CalibrationStore().get("pets").summary() == {
+        key: value for key, value in summary.items() if key not in ("saved", "usage")
+    }
+    assert not kinds.is_error and kinds.structured_content["tool"] == "classify"
+
+    assert not kept.is_error, kept.content
+    data = kept.structured_content
+    assert data["calibration"] == "pets" and data["promise"]["target_recall"] == 0.8
+    assert data["items"] == ["a cat at noon", "a puppy on the sofa"]
+    assert all("raw_probability" in decision for decision in data["decisions"])
+
+    assert not classified.is_error, classified.content
+    assert classified.structured_content["coverage"]["coverage"] == 0.8
+    assert all(decision["prediction_set"] for decision in classified.structured_content["decisions"])
+
+    assert refused.is_error
+    assert refused.content[0].text.startswith("InvalidInputError: calibration: expected a calibration fitted for this")
