@@ -29,7 +29,9 @@ KIND_QUESTION = "What is this about?"
 KINDS = {"pet": "a pet: a cat, dog, kitten, puppy, hamster or rabbit", "thing": "a car, bus, lamp, desk or phone"}
 
 #: The labelled SST-2 rows, and the question they answer.
-DECISIONS = Path(os.environ.get("DECIRANK_DECISIONS", Path(__file__).resolve().parents[1].parent / "shared/data/decisions"))
+DECISIONS = Path(
+    os.environ.get("DECIRANK_DECISIONS", Path(__file__).resolve().parents[1].parent / "shared/data/decisions")
+)
 SST2 = DECISIONS / "sst2-train.jsonl"
 SST2_QUESTION = "Is this review positive?"
 

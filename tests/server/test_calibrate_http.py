@@ -77,7 +77,9 @@ def test_filter_with_a_calibration_and_a_target_recall_answers_its_promise(clien
     assert promise["target_recall"] == 0.8 and promise["confidence"] == 0.9 and promise["calibration_rows"] == 40
     assert promise["threshold"] is not None and promise["observed_recall"] >= 0.8
     # The cut-off is on the model's own probability, as the labelled rows' were.
-    assert [d["kept"] for d in data["decisions"]] == [d["raw_probability"] >= promise["threshold"] for d in data["decisions"]]
+    assert [d["kept"] for d in data["decisions"]] == [
+        d["raw_probability"] >= promise["threshold"] for d in data["decisions"]
+    ]
     assert data["items"] == ["a cat at noon", "a puppy on the sofa"]
     # The same call in Python answers the same: the endpoint holds no logic of its own.
     local = decirank.filter(ITEMS, PET_QUESTION, PET_STATE, model="lexical", calibration="pets", target_recall=0.8)
@@ -157,34 +159,94 @@ BAD = [
         ["body", "calibration"],
         "fitted for this question",
     ),
-    ("another-tool", "/v1/score", {"texts": ITEMS, "question": PET_QUESTION, "calibration": "pets"},
-     ["body", "calibration"], "fitted for score"),
+    (
+        "another-tool",
+        "/v1/score",
+        {"texts": ITEMS, "question": PET_QUESTION, "calibration": "pets"},
+        ["body", "calibration"],
+        "fitted for score",
+    ),
     ("target-without", "/v1/filter", {**FILTER, "target_recall": 0.9}, ["body", "calibration"], "target_recall"),
-    ("coverage-without", "/v1/classify", {"texts": ITEMS, "question": KIND_QUESTION, "options": KINDS, "coverage": 0.9},
-     ["body", "calibration"], "coverage"),
-    ("two-targets", "/v1/filter", {**FILTER, "calibration": "pets", "target_recall": 0.9, "target_precision": 0.9},
-     ["body", "target_recall"], "one target"),
+    (
+        "coverage-without",
+        "/v1/classify",
+        {"texts": ITEMS, "question": KIND_QUESTION, "options": KINDS, "coverage": 0.9},
+        ["body", "calibration"],
+        "coverage",
+    ),
+    (
+        "two-targets",
+        "/v1/filter",
+        {**FILTER, "calibration": "pets", "target_recall": 0.9, "target_precision": 0.9},
+        ["body", "target_recall"],
+        "one target",
+    ),
     # lexical's probabilities of these rows lie within 0.42 to 0.44: no cut-off of the precision grid separates them.
-    ("unreachable-precision", "/v1/filter", {**FILTER, "calibration": "pets", "target_precision": 0.6},
-     ["body", "target_precision"], "no cut-off of 'pets' (40 rows) reaches precision 0.6 at confidence 0.9"),
-    ("target-and-threshold", "/v1/filter", {**FILTER, "calibration": "pets", "target_recall": 0.9,
-                                            "min_confidence": 0.5}, ["body", "min_confidence"], "no min_confidence"),
-    ("target-of-1", "/v1/filter", {**FILTER, "calibration": "pets", "target_recall": 1}, ["body", "target_recall"],
-     "less than 1"),
-    ("model-mismatch", "/v1/filter", {**FILTER, "calibration": "pets", "model": "local"}, ["body", "calibration"],
-     "fitted for the model local:default ('pets' was fitted for lexical:bm25"),
-    ("few-rows", "/v1/calibrate", {"name": "x", "question": PET_QUESTION, "rows": pet_rows(12)}, ["body", "rows"],
-     "at least 20 labelled rows"),
-    ("bad-row", "/v1/calibrate", {"name": "x", "question": PET_QUESTION, "rows": [*pet_rows(), {"item": "a cat"}]},
-     ["body", "rows", 40], "rows.40"),
+    (
+        "unreachable-precision",
+        "/v1/filter",
+        {**FILTER, "calibration": "pets", "target_precision": 0.6},
+        ["body", "target_precision"],
+        "no cut-off of 'pets' (40 rows) reaches precision 0.6 at confidence 0.9",
+    ),
+    (
+        "target-and-threshold",
+        "/v1/filter",
+        {**FILTER, "calibration": "pets", "target_recall": 0.9, "min_confidence": 0.5},
+        ["body", "min_confidence"],
+        "no min_confidence",
+    ),
+    (
+        "target-of-1",
+        "/v1/filter",
+        {**FILTER, "calibration": "pets", "target_recall": 1},
+        ["body", "target_recall"],
+        "less than 1",
+    ),
+    (
+        "model-mismatch",
+        "/v1/filter",
+        {**FILTER, "calibration": "pets", "model": "local"},
+        ["body", "calibration"],
+        "fitted for the model local:default ('pets' was fitted for lexical:bm25",
+    ),
+    (
+        "few-rows",
+        "/v1/calibrate",
+        {"name": "x", "question": PET_QUESTION, "rows": pet_rows(12)},
+        ["body", "rows"],
+        "at least 20 labelled rows",
+    ),
+    (
+        "bad-row",
+        "/v1/calibrate",
+        {"name": "x", "question": PET_QUESTION, "rows": [*pet_rows(), {"item": "a cat"}]},
+        ["body", "rows", 40],
+        "rows.40",
+    ),
     ("no-question", "/v1/calibrate", {"name": "x", "rows": pet_rows()}, ["body", "question"], "question"),
-    ("unknown-tool", "/v1/calibrate", {"name": "x", "question": "q", "tool": "rank", "rows": pet_rows()},
-     ["body", "tool"], "filter"),
+    (
+        "unknown-tool",
+        "/v1/calibrate",
+        {"name": "x", "question": "q", "tool": "rank", "rows": pet_rows()},
+        ["body", "tool"],
+        "filter",
+    ),
     ("bad-name", "/v1/calibrate", {"name": "../x", "question": "q", "rows": pet_rows()}, ["body", "name"], "name"),
-    ("options-for-filter", "/v1/calibrate", {"name": "x", "question": "q", "options": ["a", "b"], "rows": pet_rows()},
-     ["body", "options"], "no options for filter"),
-    ("choice-method-for-filter", "/v1/calibrate", {"name": "x", "question": "q", "method": "temperature",
-                                                   "rows": pet_rows()}, ["body", "method"], "platt"),
+    (
+        "options-for-filter",
+        "/v1/calibrate",
+        {"name": "x", "question": "q", "options": ["a", "b"], "rows": pet_rows()},
+        ["body", "options"],
+        "no options for filter",
+    ),
+    (
+        "choice-method-for-filter",
+        "/v1/calibrate",
+        {"name": "x", "question": "q", "method": "temperature", "rows": pet_rows()},
+        ["body", "method"],
+        "platt",
+    ),
 ]
 
 

@@ -74,7 +74,11 @@ def test_calibration_fields_are_in_the_schema_and_refused_outside_it(served):
     """The targets and coverage lie strictly between 0 and 1, and calibrate's tool is one of four, in the schema
     and on the server; the responses document the keys a calibration adds, so none is dropped."""
     url, document = served
-    for schema, name in (("FilterRequest", "target_recall"), ("FilterRequest", "confidence"), ("ClassifyRequest", "coverage")):
+    for schema, name in (
+        ("FilterRequest", "target_recall"),
+        ("FilterRequest", "confidence"),
+        ("ClassifyRequest", "coverage"),
+    ):
         (number,) = [part for part in _property(document, schema, name)["anyOf"] if part.get("type") == "number"]
         assert number["exclusiveMinimum"] == 0 and number["exclusiveMaximum"] == 1
     assert httpx.post(f"{url}/v1/filter", json={"items": ["a"], "question": "q", "target_recall": 1}).status_code == 422

@@ -89,7 +89,9 @@ def test_a_score_calibrated_through_the_hosted_model_maps_held_out_rows(hosted, 
     """score's calibration through systemone:local: raw probabilities are the host's, mapped by the stored map."""
     labelled, held_out = rows
     labelled, held_out = labelled[:60], held_out[:60]
-    decirank.calibrate(labelled, SST2_QUESTION, name="sst2-score", tool="score", model="systemone:local", base_url=hosted)
+    decirank.calibrate(
+        labelled, SST2_QUESTION, name="sst2-score", tool="score", model="systemone:local", base_url=hosted
+    )
     texts = [row["item"] for row in held_out]
     result = decirank.score(texts, SST2_QUESTION, calibration="sst2-score", model="systemone:local", base_url=hosted)
     plain = decirank.score(texts, SST2_QUESTION, model="local")
