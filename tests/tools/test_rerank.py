@@ -39,7 +39,7 @@ def test_results_sorted_with_ids_ranks_and_ties_in_input_order():
     assert [r.rank for r in result.results] == [1, 2, 3, 4]
     assert result.results[0].document == documents[1]
     data = result.to_dict()
-    assert set(data) == {"results", "model", "usage", "run_id", "notes"}
+    assert set(data) == {"results", "model", "usage", "run_id", "notes", "calibration"}
     assert set(data["results"][0]) == {"id", "document", "relevance_score", "rank"}
 
 
