@@ -15,7 +15,9 @@ import random
 import pytest
 from typer.testing import CliRunner
 
+from decirank import calibrate
 from decirank.cli import main
+from tests.calibration_rows import pet_rows
 
 CASES = 500
 SEED = 19
@@ -64,7 +66,23 @@ HOSTILE = [
 COMMANDS: dict[tuple[str, ...], tuple[list[str], list[str]]] = {
     ("rank",): (["-i", "-s", "-d", "--none", "-k", "-m", "--base-url", "--timeout"], ["ITEMS", "-"]),
     ("rerank",): (["-q", "-k", "--min-relevance", "--per-call", "-m", "--base-url", "--timeout"], ["ITEMS", "-"]),
-    ("filter",): (["-q", "-s", "--min-confidence", "-d", "-m", "--base-url", "--timeout", "--examples"], ["ITEMS"]),
+    ("filter",): (
+        [
+            "-q",
+            "-s",
+            "--min-confidence",
+            "-d",
+            "-m",
+            "--base-url",
+            "--timeout",
+            "--examples",
+            "--calibration",
+            "--target-recall",
+            "--target-precision",
+            "--confidence",
+        ],
+        ["ITEMS"],
+    ),
     ("batch", "filter"): (
         [
             "-o",
@@ -94,6 +112,7 @@ COMMANDS: dict[tuple[str, ...], tuple[list[str], list[str]]] = {
     ("artifacts", "get"): ([], ["r/a", "bad ref", ""]),
     ("artifacts", "ls"): ([], []),
     ("examples", "show"): ([], ["name", ""]),
+    ("calibrations", "show"): (["--json"], ["name", ""]),
     ("plan", "run"): (["--input"], ["PLAN", "-"]),
     ("serve",): (["--host", "-p", "-m", "--max-body-bytes", "--timeout", "--log-level"], []),
     ("mcp",): (["-t", "--host", "-p"], []),
@@ -110,7 +129,8 @@ PLAUSIBLE = {
     "--text": "title", "--refs": '["r/a"]', "-e": "validate:json", "--max-concurrency": "2",
     "--exec-timeout": "5", "--limit": "5", "--tool": "rank", "--status": "success", "--input": '{"items": ["a"]}',
     "--host": "127.0.0.1", "-p": "8000", "--max-body-bytes": "1000", "--log-level": "info", "-t": "http",
-    "--address": "auto",
+    "--address": "auto", "--calibration": "pets", "--target-recall": "0.9", "--target-precision": "0.9",
+    "--confidence": "0.9",
 }  # fmt: skip
 
 
@@ -170,6 +190,10 @@ def test_500_generated_command_lines_never_show_a_traceback(tmp_path, monkeypatc
     plan.write_text(
         "- id: E1\n  tool_name: builtin__rank\n  input:\n    items: '{{input.items}}'\n"
         "    instructions: Which?\n    state: x\n"
+    )
+    # A calibration for filter's plausible question, so that the targets meet the code that reads it.
+    calibrate(
+        pet_rows(), PLAUSIBLE["-q"], name=PLAUSIBLE["--calibration"], state=json.loads(PLAUSIBLE["-s"]), model="lexical"
     )
     runner = CliRunner()
     tracebacks, statuses = [], {}

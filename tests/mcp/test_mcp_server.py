@@ -48,7 +48,7 @@ def test_lists_every_tool_with_documented_schemas_and_read_only_hints():
     tools = with_stdio_client(scenario)
     assert set(tools) == {
         "builtin__rank", "builtin__rerank", "builtin__filter", "builtin__classify", "builtin__score",
-        "builtin__score_list",
+        "builtin__calibrate", "builtin__score_list",
     }
 
     rank = tools["builtin__rank"]
@@ -61,19 +61,34 @@ def test_lists_every_tool_with_documented_schemas_and_read_only_hints():
     assert set(rank.output_schema["required"]) == {"items", "ranked"}
 
     assert set(tools["builtin__rerank"].input_schema["properties"]) == {
-        "query", "documents", "top_k", "min_relevance", "model"
+        "query", "documents", "top_k", "min_relevance", "calibration", "model"
     }
     assert set(tools["builtin__filter"].input_schema["properties"]) == {
-        "items", "question", "state", "min_confidence", "describe", "examples", "model"
+        "items", "question", "state", "min_confidence", "describe", "examples", "calibration", "target_recall",
+        "target_precision", "confidence", "model"
     }
+    assert {"raw_probability"} <= set(
+        tools["builtin__filter"].output_schema["properties"]["decisions"]["items"]["properties"]
+    )
+    assert {"calibration", "promise"} <= set(tools["builtin__filter"].output_schema["properties"])
     assert set(tools["builtin__filter"].input_schema["required"]) == {"items", "question"}
     assert set(tools["builtin__classify"].input_schema["properties"]) == {
-        "texts", "question", "options", "none", "examples", "model"
+        "texts", "question", "options", "none", "examples", "calibration", "coverage", "model"
     }
+    assert {"prediction_set", "none_fits"} <= set(
+        tools["builtin__classify"].output_schema["properties"]["decisions"]["items"]["properties"]
+    )
     assert set(tools["builtin__classify"].input_schema["required"]) == {"texts", "question", "options"}
     assert set(tools["builtin__score"].input_schema["properties"]) == {
-        "texts", "question", "true", "false", "examples", "model"
+        "texts", "question", "true", "false", "examples", "calibration", "model"
     }
+    assert {"raw_probabilities", "calibration"} <= set(tools["builtin__score"].output_schema["properties"])
+    calibrate = tools["builtin__calibrate"]
+    assert set(calibrate.input_schema["properties"]) == {
+        "name", "question", "tool", "rows", "state", "options", "none", "true", "false", "method", "save", "model"
+    }
+    assert set(calibrate.input_schema["required"]) == {"name", "rows"}
+    assert {"before", "after", "method", "saved"} <= set(calibrate.output_schema["required"])
     assert set(tools["builtin__score"].input_schema["required"]) == {"texts", "question"}
     score_list = tools["builtin__score_list"]
     assert {"refs", "evaluator", "top_k", "max_concurrency"} <= set(score_list.input_schema["properties"])
@@ -82,8 +97,10 @@ def test_lists_every_tool_with_documented_schemas_and_read_only_hints():
 
     for name in ("builtin__rank", "builtin__rerank", "builtin__filter", "builtin__classify", "builtin__score"):
         assert tools[name].annotations.read_only_hint is True, name
-    # score_list stamps every ref it scores in the artifact store.
+    # score_list stamps every ref it scores in the artifact store; calibrate stores (and replaces) by name.
     assert score_list.annotations.read_only_hint is False
+    assert score_list.annotations.destructive_hint is False
+    assert calibrate.annotations.read_only_hint is False and calibrate.annotations.destructive_hint is True
 
 
 def test_rank_rerank_and_filter_answer_with_structured_results():
@@ -325,3 +342,55 @@ def test_streamable_http_with_an_api_key_refuses_requests_without_it():
     assert (missing.status_code, wrong.status_code) == (401, 401)
     assert missing.headers["www-authenticate"] == "Bearer"
     assert right.status_code == 200, right.text
+
+
+def test_calibrate_stores_a_calibration_that_filter_and_classify_then_take(isolated_user_dir):
+    """builtin__calibrate fits and stores a calibration; builtin__filter's target and builtin__classify's coverage
+    use it, each result checked by its output schema; a calibration for another question is an error result."""
+    from tests.calibration_rows import KIND_QUESTION, KINDS, PET_QUESTION, PET_STATE, kind_rows, pet_rows
+
+    items = ["a cat at noon", "a lamp by the door", "a puppy on the sofa"]
+
+    async def scenario(client: Client):
+        fitted = await client.call_tool("builtin__calibrate", {
+            "name": "pets", "question": PET_QUESTION, "rows": pet_rows(), "state": PET_STATE, "model": "lexical",
+        })
+        kinds = await client.call_tool("builtin__calibrate", {
+            "name": "kinds", "question": KIND_QUESTION, "tool": "classify", "options": KINDS, "rows": kind_rows(),
+            "model": "lexical",
+        })
+        kept = await client.call_tool("builtin__filter", {
+            "items": items, "question": PET_QUESTION, "state": PET_STATE, "calibration": "pets",
+            "target_recall": 0.8, "model": "lexical",
+        })
+        classified = await client.call_tool("builtin__classify", {
+            "texts": items, "question": KIND_QUESTION, "options": KINDS, "calibration": "kinds", "coverage": 0.8,
+            "model": "lexical",
+        })
+        refused = await client.call_tool("builtin__filter", {
+            "items": items, "question": "Is this a vehicle?", "calibration": "pets", "model": "lexical",
+        })
+        return fitted, kinds, kept, classified, refused
+
+    fitted, kinds, kept, classified, refused = with_stdio_client(scenario)
+    assert not fitted.is_error, fitted.content
+    summary = fitted.structured_content
+    assert summary["name"] == "pets" and summary["saved"] and summary["rows"] == 40
+    assert summary["model"] == "lexical:bm25" and summary["method"] in summary["cross_validated_log_loss"]
+    assert decirank.CalibrationStore().get("pets").summary() == {
+        key: value for key, value in summary.items() if key not in ("saved", "usage")
+    }
+    assert not kinds.is_error and kinds.structured_content["tool"] == "classify"
+
+    assert not kept.is_error, kept.content
+    data = kept.structured_content
+    assert data["calibration"] == "pets" and data["promise"]["target_recall"] == 0.8
+    assert data["items"] == ["a cat at noon", "a puppy on the sofa"]
+    assert all("raw_probability" in decision for decision in data["decisions"])
+
+    assert not classified.is_error, classified.content
+    assert classified.structured_content["coverage"]["coverage"] == 0.8
+    assert all(decision["prediction_set"] for decision in classified.structured_content["decisions"])
+
+    assert refused.is_error
+    assert refused.content[0].text.startswith("InvalidInputError: calibration: expected a calibration fitted for this")

@@ -138,3 +138,25 @@ def test_the_default_model_runs_a_plan_end_to_end():
     )
     assert result.output["items"][0] == "The flea life cycle and lifespan"
     assert result.output["model"].startswith("local")
+
+
+def test_a_plan_calibrates_then_filters_with_the_calibration_it_stored():
+    """builtin__calibrate in a plan stores its calibration by name; a later step's filter promises recall with it."""
+    from tests.calibration_rows import PET_QUESTION, PET_STATE, pet_rows
+
+    plan = """
+- id: E1
+  tool_name: builtin__calibrate
+  input: {name: pets, question: "{{input.question}}", rows: "{{input.rows}}", state: "{{input.state}}",
+          model: lexical}
+- id: E2
+  tool_name: builtin__filter
+  input: {items: "{{input.items}}", question: "{{input.question}}", state: "{{input.state}}",
+          calibration: "{{E1.name}}", target_recall: 0.8, model: lexical}
+"""
+    items = ["a cat at noon", "a lamp by the door", "a puppy on the sofa"]
+    result = run_plan(plan, {"question": PET_QUESTION, "state": PET_STATE, "rows": pet_rows(), "items": items})
+    calibrated, kept = result.steps
+    assert calibrated.output["saved"] and calibrated.output["rows"] == 40
+    assert kept.output["calibration"] == "pets" and kept.output["promise"]["target_recall"] == 0.8
+    assert kept.output["items"] == ["a cat at noon", "a puppy on the sofa"]

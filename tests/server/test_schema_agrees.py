@@ -68,3 +68,26 @@ def test_the_tools_take_integral_floats_as_the_schemas_integers(store):
     store.put("r/a", "{}")
     result = decirank.score_list(["r/a"], "validate:json", top_k=1.0, max_concurrency=2.0, store=store)
     assert result.top_k == 1 and result.ranked[0].verdict == decirank.Verdict.VALID
+
+
+def test_calibration_fields_are_in_the_schema_and_refused_outside_it(served):
+    """The targets and coverage lie strictly between 0 and 1, and calibrate's tool is one of four, in the schema
+    and on the server; the responses document the keys a calibration adds, so none is dropped."""
+    url, document = served
+    for schema, name in (
+        ("FilterRequest", "target_recall"),
+        ("FilterRequest", "confidence"),
+        ("ClassifyRequest", "coverage"),
+    ):
+        (number,) = [part for part in _property(document, schema, name)["anyOf"] if part.get("type") == "number"]
+        assert number["exclusiveMinimum"] == 0 and number["exclusiveMaximum"] == 1
+    assert httpx.post(f"{url}/v1/filter", json={"items": ["a"], "question": "q", "target_recall": 1}).status_code == 422
+    assert _property(document, "CalibrateRequest", "tool")["enum"] == ["filter", "score", "rerank", "classify"]
+    refused = httpx.post(f"{url}/v1/calibrate", json={"name": "x", "question": "q", "tool": "rank", "rows": []})
+    assert refused.status_code == 422
+    assert {"promise", "calibration"} <= set(document["components"]["schemas"]["FilterResponse"]["properties"])
+    assert "raw_probability" in document["components"]["schemas"]["FilterDecision"]["properties"]
+    assert {"raw_probabilities", "calibration"} <= set(document["components"]["schemas"]["ScoreResponse"]["properties"])
+    assert {"prediction_set", "none_fits"} <= set(document["components"]["schemas"]["ClassifyDecision"]["properties"])
+    assert {"/v1/calibrate", "/v1/calibrations", "/v1/calibrations/{name}"} <= set(document["paths"])
+    assert set(document["paths"]["/v1/calibrations/{name}"]) == {"get", "delete"}

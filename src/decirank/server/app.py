@@ -46,8 +46,10 @@ from urllib.parse import urlsplit
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -182,6 +184,23 @@ def _method_not_allowed(scope: Scope) -> bool:
     """Whether some route has this path but none this method: a 405 whoever asks, as the OpenAPI document says."""
     matches = [route.matches(scope)[0] for route in scope["app"].router.routes]
     return Match.PARTIAL in matches and Match.FULL not in matches
+
+
+#: The methods a 405's Allow header may name.
+_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(scope: Scope) -> list[str]:
+    """Every method some route serves at this path, as a path may have a route per method (GET and DELETE).
+
+    Each is tried as the router would match it: routers nest, and only matching sees inside them.
+    """
+    routes = scope["app"].router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(route.matches({**scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
 
 
 class ApiKeyFirst(_HTTPMiddleware):
@@ -567,6 +586,14 @@ def create_app(
     @application.exception_handler(DecirankError)
     async def decirank_error(request: Request, error: DecirankError) -> JSONResponse:
         return error_response(error, request)
+
+    @application.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> Any:
+        # Starlette's 405 names the methods of the first route at the path; Allow lists every route's.
+        if error.status_code == 405:
+            headers = {**(error.headers or {}), "Allow": ", ".join(_allowed_methods(request.scope))}
+            error = StarletteHTTPException(405, error.detail, headers)
+        return await http_exception_handler(request, error)
 
     @application.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
