@@ -22,7 +22,8 @@ from ._app import app
 from ._output import error_console
 
 # Each module adds its commands to the app, in the order ``decirank --help`` lists them.
-for _commands in ("tools", "batch", "artifacts", "examples", "plan", "runs", "models", "serve", "mcp", "eval"):
+_MODULES = ("tools", "batch", "artifacts", "examples", "calibrate", "plan", "runs", "models", "serve", "mcp", "eval")
+for _commands in _MODULES:
     importlib.import_module(f".{_commands}", __name__)
 
 try:  # recent Typer raises the errors of its own copy of click; older releases raise click's

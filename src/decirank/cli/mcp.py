@@ -44,7 +44,8 @@ def mcp(
 ) -> None:
     """Serve the tools to agents over MCP.
 
-    builtin__rank, builtin__rerank, builtin__filter and builtin__score_list, with their schemas.
+    builtin__rank, builtin__rerank, builtin__filter, builtin__classify, builtin__score, builtin__calibrate and
+    builtin__score_list, with their schemas.
     """
     from ..tools._evaluators.exec import adopt_orphans
 

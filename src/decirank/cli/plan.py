@@ -87,6 +87,9 @@ def _summarize_step(step: StepResult) -> str:
         return f"{len(results)} results; best: {shown_item(best, 'text' if isinstance(best, dict) else None, 60)}"
     if step.tool_name == "builtin__filter":
         return f"kept {output['count']} of {output['count'] + output['dropped_count']}"
+    if step.tool_name == "builtin__calibrate":
+        before, after = output["before"]["ece"], output["after"]["ece"]
+        return f"calibrated {output['name']} on {output['rows']} rows: {output['method']}, ECE {before:.3f} -> {after:.3f}"
     if step.tool_name == "builtin__score_list":
         unknown = _unknown_refs(step)
         scored = f"scored {output['total'] - len(unknown)} of {output['total']}"

@@ -112,6 +112,39 @@ def _examples_option(answers: str) -> Any:
     )
 
 
+CalibrationOption = Annotated[
+    str | None,
+    typer.Option(
+        "--calibration",
+        metavar="NAME",
+        help="A calibration stored with decirank calibrate for this tool, question and model: probabilities "
+        "are then calibrated.",
+    ),
+]
+
+
+def _calibrated_column(data: dict[str, Any]) -> bool:
+    return data.get("calibration") is not None
+
+
+def _print_promise(promise: dict[str, Any]) -> None:
+    """What a target promised: the cut-off on the model's probability, and what the labelled rows showed at it."""
+    target = "recall" if "target_recall" in promise else "precision"
+    level = promise[f"target_{target}"]
+    cut = "every item kept" if promise["threshold"] is None else f"model probability >= {promise['threshold']:.4f}"
+    console.print(
+        f"promise: {target} >= {level:g} with confidence {promise['confidence']:g} on new items; cut-off: {cut}",
+        highlight=False,
+    )
+    observed = f"recall {promise['observed_recall']:.3f}"
+    if promise["observed_precision"] is not None:
+        observed += f", precision {promise['observed_precision']:.3f}"
+    console.print(f"on the calibration's {promise['calibration_rows']} labelled rows: {observed}", highlight=False)
+    console.print(f"method: {promise['method']}", style="dim", highlight=False)
+    if promise.get("note"):
+        console.print(f"note: {promise['note']}", style="yellow", highlight=False)
+
+
 def _usage_line(data: dict[str, Any]) -> str:
     usage = data["usage"]
     cost = cost_text(usage["cost"], usage["calls"])
@@ -185,6 +218,7 @@ def rerank(
     max_documents_per_call: Annotated[
         int | None, typer.Option("--per-call", help="Documents per model call when the model declares no limit.")
     ] = None,
+    calibration: CalibrationOption = None,
     model: ModelOption = "decider",
     base_url: BaseUrlOption = None,
     timeout: Annotated[
@@ -206,6 +240,7 @@ def rerank(
         base_url=base_url,
         timeout="auto" if timeout is None else timeout,
         show_progress=True,  # on a terminal only
+        calibration=calibration,
     )
     data = result.to_dict()
     if as_json:
@@ -218,6 +253,8 @@ def rerank(
         table.add_row(str(entry.rank), f"{score:.3f}", probability_bar(score), str(entry.id), short_text(text))
     print_table(table)
     _print_notes(data, "document")
+    if result.calibration is not None:
+        console.print(f"relevance calibrated by {result.calibration}", highlight=False)
     console.print(_usage_line(data), style="dim")
 
 
@@ -228,8 +265,12 @@ def filter_command(
     question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each item.")],
     state: StateOption = None,
     min_confidence: Annotated[
-        float, typer.Option("--min-confidence", help="Keep items at least this likely.")
-    ] = DEFAULT_MIN_CONFIDENCE,
+        float | None,
+        typer.Option(
+            "--min-confidence",
+            help=f"Keep items at least this likely (default {DEFAULT_MIN_CONFIDENCE:g}; a target picks it instead).",
+        ),
+    ] = None,
     describe: DescribeOption = None,
     model: ModelOption = "decider",
     base_url: BaseUrlOption = None,
@@ -242,6 +283,25 @@ def filter_command(
             help='Labelled items: a JSON or JSON Lines file of {"item": ..., "answer": true/false} '
             '(or {"state": <item text>, "answer": ...}), - for stdin, or a set stored with decirank examples add.',
         ),
+    ] = None,
+    calibration: CalibrationOption = None,
+    target_recall: Annotated[
+        float | None,
+        typer.Option(
+            "--target-recall",
+            help="Keep at least this share of the yes items, with --confidence; needs --calibration, whose "
+            "labelled rows pick the cut-off.",
+        ),
+    ] = None,
+    target_precision: Annotated[
+        float | None,
+        typer.Option(
+            "--target-precision",
+            help="Keep items of which at least this share are yes, with --confidence; needs --calibration.",
+        ),
+    ] = None,
+    confidence: Annotated[
+        float | None, typer.Option("--confidence", help="How sure a target's promise is (default 0.9).")
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -260,22 +320,35 @@ def filter_command(
         timeout=timeout,
         examples=examples_given,
         show_progress=True,  # on a terminal only
+        calibration=calibration,
+        target_recall=target_recall,
+        target_precision=target_precision,
+        confidence=confidence,
     )
     data = result.to_dict()
     if as_json:
         print_json(data)
         return
-    table = new_table("kept", "probability", "", "item")
-    for decision in result.decisions:
+    calibrated = _calibrated_column(data)
+    table = new_table("kept", "probability", *(["raw"] if calibrated else []), "", "item")
+    for decision in data["decisions"]:
         table.add_row(
-            "yes" if decision.kept else "no",
-            f"{decision.probability:.3f}",
-            probability_bar(decision.probability),
-            shown_item(decision.item, describe),
+            "yes" if decision["kept"] else "no",
+            f"{decision['probability']:.3f}",
+            *([f"{decision['raw_probability']:.3f}"] if calibrated else []),
+            probability_bar(decision["probability"]),
+            shown_item(decision["item"], describe),
         )
     print_table(table)
     _print_notes(data, "item")
-    console.print(f"kept {data['count']}, dropped {data['dropped_count']} (min confidence {result.min_confidence:g})")
+    if data["promise"] is not None:
+        _print_promise(data["promise"])
+        by = "the promise's cut-off"
+    else:
+        by = f"min confidence {result.min_confidence:g}"
+    if calibrated:
+        by += f", calibrated by {data['calibration']}"
+    console.print(f"kept {data['count']}, dropped {data['dropped_count']} ({by})", highlight=False)
     console.print(_usage_line(data), style="dim")
 
 
@@ -293,6 +366,15 @@ def classify(
     ],
     none: Annotated[str | None, typer.Option("--none", help="Text of a 'none of these' option (key none).")] = None,
     examples: Annotated[str | None, _examples_option("<option key>")] = None,
+    calibration: CalibrationOption = None,
+    coverage: Annotated[
+        float | None,
+        typer.Option(
+            "--coverage",
+            help="Give each text a prediction set holding its right option at this rate on new texts (conformal); "
+            "needs --calibration.",
+        ),
+    ] = None,
     model: ModelOption = "decider",
     base_url: BaseUrlOption = None,
     timeout: TimeoutOption = None,
@@ -311,22 +393,40 @@ def classify(
         model=model,
         base_url=base_url,
         timeout=timeout,
+        calibration=calibration,
+        coverage=coverage,
     )
     data = result.to_dict()
     if as_json:
         print_json(data)
         return
-    table = new_table("#", "choice", "probability", "", "text")
+    sets = data["coverage"] is not None
+    table = new_table("#", "choice", "probability", "", *(["set"] if sets else []), "text")
     for decision in result.decisions:
         probability = decision.probability
+        shown_set = []
+        if sets:
+            members = ", ".join(decision.prediction_set or []) or "(empty)"
+            shown_set = [members + (" · none fits" if decision.none_fits else "")]
         table.add_row(
             str(decision.index),
             decision.choice,
             f"{probability:.3f}",
             probability_bar(probability),
+            *shown_set,
             short_text(given[decision.index]),
         )
     print_table(table)
+    if sets:
+        found = data["coverage"]
+        mean = "—" if found["mean_set_size"] is None else f"{found['mean_set_size']:.2f}"
+        console.print(
+            f"prediction sets hold the right option with probability >= {found['coverage']:g} on new texts "
+            f"({found['calibration_rows']} labelled rows; mean set size {mean})",
+            highlight=False,
+        )
+    if data["calibration"] is not None:
+        console.print(f"probabilities calibrated by {data['calibration']}", highlight=False)
     console.print(_usage_line(data), style="dim")
 
 
@@ -338,6 +438,7 @@ def score(
     true: Annotated[str | None, typer.Option("--true", help="What a yes means.")] = None,
     false: Annotated[str | None, typer.Option("--false", help="What a no means.")] = None,
     examples: Annotated[str | None, _examples_option("true/false")] = None,
+    calibration: CalibrationOption = None,
     model: ModelOption = "decider",
     base_url: BaseUrlOption = None,
     timeout: TimeoutOption = None,
@@ -366,14 +467,20 @@ def score(
         base_url=base_url,
         timeout=timeout,
         max_concurrency=max_concurrency,
+        calibration=calibration,
     )
     data = result.to_dict()
     if as_json:
         print_json(data)
         return
-    table = new_table("#", "probability", "", "text")
-    for index, (text, probability) in enumerate(zip(given, result.probabilities, strict=True)):
-        table.add_row(str(index), f"{probability:.3f}", probability_bar(probability), short_text(text))
+    calibrated = _calibrated_column(data)
+    table = new_table("#", "probability", *(["raw"] if calibrated else []), "", "text")
+    rows = zip(given, data["probabilities"], data["raw_probabilities"], strict=True)
+    for index, (text, probability, raw) in enumerate(rows):
+        raw_cell = [f"{raw:.3f}"] if calibrated else []
+        table.add_row(str(index), f"{probability:.3f}", *raw_cell, probability_bar(probability), short_text(text))
     print_table(table)
     _print_notes(data, "text")
+    if calibrated:
+        console.print(f"probabilities calibrated by {data['calibration']}", highlight=False)
     console.print(_usage_line(data), style="dim")

@@ -4,7 +4,8 @@
     decirank mcp --transport http --port 8765     # streamable HTTP at http://127.0.0.1:8765/mcp
 
 It serves the tools of :mod:`decirank.tools.registry` (``builtin__rank``,
-``builtin__rerank``, ``builtin__filter`` and ``builtin__score_list``) with
+``builtin__rerank``, ``builtin__filter``, ``builtin__classify``, ``builtin__score``,
+``builtin__calibrate`` and ``builtin__score_list``) with
 their input and output schemas. A tool's typed error comes back as an error
 result carrying its message, never as a crash.
 

@@ -28,7 +28,9 @@ INSTRUCTIONS = (
     "with probabilities in one forward pass, no LLM. builtin__rank orders a list against a question in one "
     "call; builtin__rerank scores documents against a query; builtin__filter keeps items a yes/no question "
     "holds for; builtin__classify picks an option per text; builtin__score gives each text the probability "
-    "that a yes/no question is true of it; builtin__score_list ranks stored artifacts by ref with an evaluator. "
+    "that a yes/no question is true of it; builtin__calibrate fits and stores a calibration from labelled rows, "
+    "which filter, score, rerank and classify then take as calibration (filter's target_recall and "
+    "target_precision, classify's coverage); builtin__score_list ranks stored artifacts by ref with an evaluator. "
     "The model argument "
     "names a role (decider, the default) or a provider:model such as lexical."
 )
@@ -44,8 +46,9 @@ def mcp_tool(spec: ToolSpec) -> types.Tool:
         annotations=types.ToolAnnotations(
             title=spec.title,
             read_only_hint=spec.read_only,
-            # Nothing is ever deleted: score_list only adds stamps to refs.
-            destructive_hint=False,
+            # Nothing is ever deleted: score_list only adds stamps to refs; calibrate replaces a
+            # calibration of the same name.
+            destructive_hint=spec.destructive,
         ),
     )
 

@@ -291,7 +291,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI entries of the error statuses a route can answer with."""
     documented: dict[int, dict[str, Any]] = {
         401: {"model": wire.HTTPErrorBody, "description": "An API key is required and was missing or wrong."},
-        404: {"model": wire.HTTPErrorBody, "description": "No such run, or the run log is off."},
+        404: {"model": wire.HTTPErrorBody, "description": "No such run or calibration, or the run log is off."},
         413: {
             "model": wire.ErrorBody,
             "description": "The body is over the server's size limit, or the request over the model's "

@@ -1,7 +1,8 @@
 """The endpoints: each turns its body into a tool call or a decision, and the result into its shape.
 
 No endpoint holds decision logic: ``/v1/rank``, ``/v1/rerank``,
-``/v1/filter``, ``/v1/classify``, ``/v1/score`` and ``/v1/score_list`` call the async tools, and ``/v1/systemone`` and
+``/v1/filter``, ``/v1/classify``, ``/v1/score``, ``/v1/score_list`` and ``/v1/calibrate`` call the async tools
+(``/v1/calibrations`` lists, shows and removes what calibrate stored), and ``/v1/systemone`` and
 ``/v1/decisions`` ask one decision through a :class:`ToolCall` (one budget,
 one run), reading and writing their wire formats with the backends' codecs.
 
@@ -30,8 +31,10 @@ from ..backends import systemone as systemone_wire
 from ..decisions.decider import Decider
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, UnknownModelError
+from ..stores.calibrations import Calibration, CalibrationStore
 from ..stores.examples import resolve_examples
 from ..stores.runlog import RUN_STATUSES, current_runlog
+from ..tools.calibrate import acalibrate
 from ..tools.classify import aclassify
 from ..tools.filter import afilter
 from ..tools.rank import arank
@@ -146,6 +149,7 @@ async def _cohere_rerank(
         documents,
         top_k=body.top_n,
         min_relevance=body.min_relevance,
+        calibration=body.calibration,
         model=served_model(body.model, settings_of(request), unknown_is_default=True),
         timeout=_timeout(request, body.timeout, work=_count(body.documents, "documents"), documents=len(documents)),
     )
@@ -162,6 +166,8 @@ def _cohere_meta(result: RerankResult, warnings: list[str], *, api_version: str)
         meta["warnings"] = warnings
     if result.notes:  # a document cut short or not in English: said beside the answer, never an error
         meta["notes"] = [note.to_dict() for note in result.notes]
+    if result.calibration is not None:  # decirank's extension, as min_relevance is
+        meta["calibration"] = result.calibration
     return {**meta, "model": result.model, "usage": usage.to_dict()}
 
 
@@ -262,6 +268,10 @@ async def filter_items(body: wire.FilterRequest, request: Request) -> dict[str, 
         model=served_model(body.model, settings),
         timeout=_timeout(request, body.timeout, work=_count(body.items, "items")),
         examples=body.examples,
+        calibration=body.calibration,
+        target_recall=body.target_recall,
+        target_precision=body.target_precision,
+        confidence=body.confidence,
     )
     return result.to_dict()
 
@@ -276,6 +286,8 @@ async def classify(body: wire.ClassifyRequest, request: Request) -> dict[str, An
         body.options,
         none=body.none,
         examples=body.examples,
+        calibration=body.calibration,
+        coverage=body.coverage,
         model=served_model(body.model, settings),
         timeout=_timeout(request, body.timeout, work=_count(body.texts, "texts")),
     )
@@ -292,6 +304,7 @@ async def score(body: wire.ScoreRequest, request: Request) -> dict[str, Any]:
         true=body.true,
         false=body.false,
         examples=body.examples,
+        calibration=body.calibration,
         model=served_model(body.model, settings),
         timeout=_timeout(request, body.timeout, work=_count(body.texts, "texts")),
     )
@@ -312,6 +325,79 @@ async def score_list(body: wire.ScoreListRequest, request: Request) -> dict[str,
         allow_exec=settings.allow_exec,
     )
     return result.to_dict()
+
+
+@api.post("/v1/calibrate", response_model=wire.CalibrateResponse, responses=TOOL_ERRORS, tags=["calibrations"])
+async def calibrate(body: wire.CalibrateRequest, request: Request) -> dict[str, Any]:
+    """Fit a map from a tool's probabilities to labelled rows' answers, and store it under ``name``.
+
+    The tools take it as ``calibration``: their probabilities are then the calibrated ones, and
+    filter's ``target_recall``/``target_precision`` and classify's ``coverage`` make their promises from it.
+    """
+    settings = settings_of(request)
+    result = await acalibrate(
+        body.rows,
+        body.question,
+        name=body.name,
+        tool=body.tool,
+        state=body.state,
+        options=body.options,
+        none=body.none,
+        true=body.true,
+        false=body.false,
+        method=body.method,
+        model=served_model(body.model, settings),
+        timeout=_timeout(request, body.timeout, work=_count(body.rows, "rows")),
+        save=body.save,
+    )
+    return result.to_dict()
+
+
+def _no_calibration(name: str) -> HTTPException:
+    return HTTPException(status_code=404, detail=f"no calibration {name!r} on this server")
+
+
+# The calibration store is read with blocking file I/O, so these run in FastAPI's thread pool (plain ``def``).
+@api.get("/v1/calibrations", response_model=wire.CalibrationList, responses=error_responses(401), tags=["calibrations"])
+def calibrations() -> dict[str, Any]:
+    """Every calibration stored on this server, by name, without its labelled rows' scores."""
+    return {"calibrations": CalibrationStore().list()}
+
+
+@api.get(
+    "/v1/calibrations/{name}",
+    response_model=wire.CalibrationSummary,
+    responses=error_responses(401, 404),
+    tags=["calibrations"],
+)
+def calibration(name: str) -> dict[str, Any]:
+    """One stored calibration: what it was fitted for, its map, and reliability before and after."""
+    found = _stored_calibration(name)
+    if found is None:
+        raise _no_calibration(name)
+    return found.summary()
+
+
+@api.delete(
+    "/v1/calibrations/{name}", response_model=wire.Removed, responses=error_responses(401, 404), tags=["calibrations"]
+)
+def remove_calibration(name: str) -> dict[str, Any]:
+    """Remove a stored calibration; the tools refuse its name from then on."""
+    try:
+        removed = CalibrationStore().remove(name)
+    except InvalidInputError:  # a name no calibration can have: none of that name, as an unknown one
+        removed = False
+    if not removed:
+        raise _no_calibration(name)
+    return {"removed": True}
+
+
+def _stored_calibration(name: str) -> Calibration | None:
+    """The calibration of that name; a name no calibration can have is none (a 404, as an unknown one)."""
+    try:
+        return CalibrationStore().get(name)
+    except InvalidInputError:
+        return None
 
 
 #: Headers of a decision's answer: its run in the run log, and the model calls it took, as a tool's

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from ..tools._calibrated import DEFAULT_CONFIDENCE
+from ..tools.calibrate import MIN_EACH, MIN_ROWS
 from ..tools.filter import DEFAULT_MIN_CONFIDENCE
 from ..tools.score_list import DEFAULT_MAX_CONCURRENCY
 
@@ -42,6 +44,14 @@ FromZero = Annotated[int, Field(ge=0), BeforeValidator(_whole_number)]
 FromOne = Annotated[int, Field(ge=1), BeforeValidator(_whole_number)]
 #: A stored example set's name: not blank, as the server refuses a blank one.
 SetName = Annotated[str, Field(json_schema_extra={"minLength": 1, "pattern": NON_BLANK})]
+#: A stored calibration's name (``POST /v1/calibrate`` stores one); the probabilities go through its map.
+CalibrationName = Annotated[
+    SetName | None,
+    Field(
+        description="A calibration stored on this server (POST /v1/calibrate), fitted for this tool, question and "
+        "model: the probabilities are then the calibrated ones."
+    ),
+]
 
 
 class Body(BaseModel):
@@ -98,7 +108,8 @@ class RankResponse(BaseModel):
 
 
 class RerankRequest(Body):
-    """Cohere's v1 rerank request, for ``cohere.Client``, plus decirank's ``min_relevance`` and ``timeout``."""
+    """Cohere's v1 rerank request, for ``cohere.Client``, plus decirank's ``min_relevance``, ``calibration`` and
+    ``timeout``."""
 
     query: Text
     documents: list[str | dict[str, Any]] = Field(
@@ -116,6 +127,7 @@ class RerankRequest(Body):
         None, description="Accepted for Cohere clients; each model reads a document up to its own context."
     )
     min_relevance: float | None = Field(None, ge=0, le=1, description="Drop documents scored below this.")
+    calibration: CalibrationName = None
     model: str | None = Field(
         None,
         description="A role or a model this server runs; any other name (a Cohere model's, such as "
@@ -151,7 +163,8 @@ class RelevantSpans(Body):
 
 
 class RerankV2Request(Body):
-    """Cohere's v2 rerank request (documents are strings), plus decirank's ``min_relevance`` and ``timeout``."""
+    """Cohere's v2 rerank request (documents are strings), plus decirank's ``min_relevance``, ``calibration`` and
+    ``timeout``."""
 
     model: str = Field(
         description="A role or a model this server runs; any other name (a Cohere model's) is answered by "
@@ -166,6 +179,7 @@ class RerankV2Request(Body):
     relevant_spans: RelevantSpans | None = None
     priority: Whole | None = Field(None, description="Accepted for Cohere clients; requests are served in order.")
     min_relevance: float | None = Field(None, ge=0, le=1, description="Drop documents scored below this.")
+    calibration: CalibrationName = None
     timeout: Timeout = None
 
 
@@ -184,7 +198,11 @@ class FilterRequest(Body):
     items: list[Any]
     question: Text = Field(description="The yes/no question asked of each item.")
     state: Any = Field(None, description="The context the items are judged against; none: no context.")
-    min_confidence: float = Field(DEFAULT_MIN_CONFIDENCE, description="Keep items at least this likely.")
+    min_confidence: float | None = Field(
+        None,
+        description=f"Keep items at least this likely; null: {DEFAULT_MIN_CONFIDENCE:g}, unless a target picks the "
+        "cut-off.",
+    )
     describe: str | None = None
     max_items_per_call: FromOne | None = None
     model: ModelName = None
@@ -194,13 +212,46 @@ class FilterRequest(Body):
         description='Labelled items: [{"item": ..., "answer": true/false}] (shown as items are) or '
         '[{"state": <item text>, "answer": ...}], or the name of an example set stored on this server.',
     )
+    calibration: CalibrationName = None
+    target_recall: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Keep at least this share of the items for which the answer is yes (with the calibration's "
+        "confidence); the calibration's labelled rows pick the cut-off. Needs calibration.",
+    )
+    target_precision: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Keep items of which at least this share are yes (with confidence); the calibration's labelled "
+        "rows pick the cut-off. Needs calibration.",
+    )
+    confidence: float | None = Field(
+        None, gt=0, lt=1, description=f"How sure a target's promise is; default {DEFAULT_CONFIDENCE:g}."
+    )
 
 
 class FilterDecision(BaseModel):
     item: Any
     index: int
-    probability: float
+    probability: float = Field(description="The item's probability: the calibrated one when a calibration is named.")
+    raw_probability: float = Field(description="The model's own probability (the same without a calibration).")
     kept: bool
+
+
+class Promise(BaseModel):
+    """The cut-off a target picked from a calibration's labelled rows, and what it promises on new items."""
+
+    threshold: float | None = Field(description="The cut-off on the model's own probability; null keeps every item.")
+    target_recall: float | None = None
+    target_precision: float | None = None
+    confidence: float
+    method: str
+    calibration_rows: int
+    observed_recall: float = Field(description="The recall on the calibration's labelled rows at this cut-off.")
+    observed_precision: float | None = Field(description="The precision on the labelled rows; null: none kept.")
+    note: str | None = None
 
 
 class TextNote(BaseModel):
@@ -227,6 +278,8 @@ class FilterResponse(BaseModel):
     usage: Usage
     run_id: str | None
     notes: Notes
+    calibration: str | None = Field(None, description="The calibration the probabilities went through.")
+    promise: Promise | None = Field(None, description="With target_recall or target_precision: the promise kept.")
 
 
 Texts = Annotated[list[Any], Field(description="The texts, each asked about on its own (others shown as JSON).")]
@@ -251,6 +304,14 @@ class ClassifyRequest(Body):
     ) = Field(description="The labels, or an object of label to description (2 to 255 options, none's counted).")
     none: str | None = Field(None, description="Text of a 'none of these' option, whose key is none.")
     examples: list[dict[str, Any]] | SetName | None = _text_examples("<option key>")
+    calibration: CalibrationName = None
+    coverage: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Give each text a prediction set that holds its right option at this rate on new texts "
+        "(conformal, from the calibration's labelled rows). Needs calibration.",
+    )
     model: ModelName = None
     timeout: Timeout = None
 
@@ -260,6 +321,22 @@ class ClassifyDecision(BaseModel):
     choice: str = Field(description="The chosen option's key (none when 'none of these' won).")
     probability: float
     probabilities: dict[str, float]
+    prediction_set: list[str] | None = Field(
+        None, description="With coverage: the options that hold the right one at that rate, most probable first."
+    )
+    none_fits: bool | None = Field(
+        None, description="With coverage: true when the set is empty or holds the 'none of these' option."
+    )
+
+
+class Coverage(BaseModel):
+    """The conformal threshold ``coverage`` picked from the calibration's labelled rows."""
+
+    coverage: float
+    threshold: float = Field(description="An option is in a set when 1 - its model probability is at most this.")
+    calibration_rows: int
+    method: str
+    mean_set_size: float | None
 
 
 class ClassifyResponse(BaseModel):
@@ -267,6 +344,8 @@ class ClassifyResponse(BaseModel):
     model: str
     usage: Usage
     run_id: str | None
+    calibration: str | None = Field(None, description="The calibration the probabilities went through.")
+    coverage: Coverage | None = Field(None, description="With coverage: the prediction sets' threshold.")
 
 
 class ScoreRequest(Body):
@@ -277,12 +356,15 @@ class ScoreRequest(Body):
     true: str | None = Field(None, description="What a yes means.")
     false: str | None = Field(None, description="What a no means.")
     examples: list[dict[str, Any]] | SetName | None = _text_examples("true/false")
+    calibration: CalibrationName = None
     model: ModelName = None
     timeout: Timeout = None
 
 
 class ScoreResponse(BaseModel):
-    probabilities: list[float] = Field(description="Each text's probability, in input order.")
+    probabilities: list[float] = Field(description="Each text's probability, in input order (calibrated, with one).")
+    raw_probabilities: list[float] = Field(description="The model's own probabilities (the same without one).")
+    calibration: str | None = Field(None, description="The calibration the probabilities went through.")
     model: str
     usage: Usage
     run_id: str | None
@@ -323,6 +405,102 @@ class ScoreListResponse(BaseModel):
     ranked: list[ScoredRef]
     model: str | None = None
     usage: Usage
+
+
+# --- calibrations --------------------------------------------------------------------------
+
+
+class CalibrateRequest(Body):
+    """The input of ``builtin__calibrate``: labelled rows for one question, to fit and store a calibration."""
+
+    name: SetName = Field(
+        description="The name to store the calibration under (a letter or digit, then letters, digits, _, . or -)."
+    )
+    question: Text | None = Field(
+        None,
+        description="The question the tool asks (rerank: the query; null when each row has its own query).",
+    )
+    tool: Literal["filter", "score", "rerank", "classify"] = Field(
+        "filter", description="The tool whose probabilities are calibrated."
+    )
+    rows: list[dict[str, Any]] | SetName = Field(
+        description='Labelled rows: [{"item" or "state": <text>, "answer": true/false}] (classify: an option key; '
+        f'rerank: optionally a "query" per row), at least {MIN_ROWS} with {MIN_EACH} of each yes/no answer, or the '
+        "name of an example set stored on this server."
+    )
+    state: Any = Field(None, description="filter's context the items are judged against.")
+    options: (
+        Annotated[list[str], Field(min_length=1, max_length=255)]
+        | Annotated[dict[str, str], Field(min_length=1, max_length=255)]
+        | None
+    ) = Field(None, description="classify's labels, or an object of label to description.")
+    none: str | None = Field(None, description="classify's 'none of these' option.")
+    true: str | None = Field(None, description="score's: what a yes means.")
+    false: str | None = Field(None, description="score's: what a no means.")
+    method: Literal["auto", "identity", "platt", "isotonic", "temperature"] = Field(
+        "auto",
+        description="auto picks by cross-validated log loss (identity, platt or isotonic; classify: identity or "
+        "temperature).",
+    )
+    save: bool = Field(True, description="Store it under name; false only measures.")
+    model: ModelName = None
+    timeout: Timeout = None
+
+
+class ReliabilityBin(BaseModel):
+    low: float
+    high: float
+    rows: int
+    mean_probability: float
+    frequency: float
+
+
+class Reliability(BaseModel):
+    """How far probabilities are from the frequencies they claim: ECE over ten bins, Brier, log loss."""
+
+    rows: int
+    ece: float
+    brier: float
+    log_loss: float
+    table: list[ReliabilityBin] = Field(description="One entry per non-empty bin.")
+
+
+class ProbabilityMap(BaseModel):
+    method: str
+    parameters: dict[str, Any]
+
+
+class CalibrationSummary(BaseModel):
+    """A stored calibration: what it was fitted for, its map, and reliability before and after."""
+
+    name: str
+    tool: str
+    model: str = Field(description="The model it was fitted for; the tools refuse it for another.")
+    question: str | None
+    options: dict[str, str] | None
+    data_hash: str = Field(description="SHA-256 of the labelled rows, question and options.")
+    created_at: str
+    rows: int
+    positives: int | None = Field(None, description="Yes/no: how many rows were labelled yes.")
+    method: str
+    map: ProbabilityMap
+    before: Reliability = Field(description="The model's own probabilities on the labelled rows.")
+    after: Reliability = Field(description="Out-of-fold calibrated probabilities: no row judges a map fitted on it.")
+    cross_validated_log_loss: dict[str, float]
+    run_id: str | None
+
+
+class CalibrateResponse(CalibrationSummary):
+    saved: bool
+    usage: Usage
+
+
+class CalibrationList(BaseModel):
+    calibrations: list[CalibrationSummary]
+
+
+class Removed(BaseModel):
+    removed: Literal[True]
 
 
 # --- System One ----------------------------------------------------------------------------

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .._jsonpath import first_unfit
+from ..calibration._maps import LIKELIHOOD_METHODS
 from ..decisions.decider import DEFAULT_ROLE
 from ..errors import InvalidInputError
 from ._checks import check_optional_text
+from .calibrate import CALIBRATED_TOOLS, MIN_EACH, MIN_ROWS, acalibrate
 from .classify import NONE_KEY, aclassify
-from .filter import DEFAULT_MIN_CONFIDENCE, afilter
+from .filter import afilter
 from .rank import arank
 from .rerank import arerank
 from .score import ascore
@@ -47,6 +49,8 @@ class ToolSpec:
     read_only: bool
     #: Takes checked JSON arguments, returns the tool's JSON result.
     run: ToolRunner
+    #: True when a call may replace what is stored (calibrate overwrites a calibration of its name).
+    destructive: bool = False
 
     @property
     def required(self) -> list[str]:
@@ -80,6 +84,13 @@ _USAGE = {
 }
 _ANSWERED_BY = {"type": "string", "description": "The model(s) that answered"}
 _RUN_ID = {"type": ["string", "null"], "description": "This call's run in the run log"}
+_CALIBRATION = {
+    "type": "string",
+    "description": "The name of a stored calibration (builtin__calibrate) fitted for this tool, question and model: "
+    "the probabilities are then the calibrated ones",
+}
+_CALIBRATION_USED = {"type": ["string", "null"], "description": "The calibration the probabilities went through"}
+_OPEN_UNIT = {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}
 
 
 def _tool_result(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -111,6 +122,7 @@ async def _run_rerank(arguments: dict[str, Any], *, allow_exec: bool) -> dict[st
         top_k=arguments.get("top_k"),
         min_relevance=arguments.get("min_relevance"),
         model=_model_argument(arguments),
+        calibration=arguments.get("calibration"),
     )
     return result.to_dict()
 
@@ -120,10 +132,14 @@ async def _run_filter(arguments: dict[str, Any], *, allow_exec: bool) -> dict[st
         arguments["items"],
         arguments["question"],
         arguments.get("state"),
-        min_confidence=arguments.get("min_confidence", DEFAULT_MIN_CONFIDENCE),
+        min_confidence=arguments.get("min_confidence"),
         describe=arguments.get("describe"),
         model=_model_argument(arguments),
         examples=arguments.get("examples"),
+        calibration=arguments.get("calibration"),
+        target_recall=arguments.get("target_recall"),
+        target_precision=arguments.get("target_precision"),
+        confidence=arguments.get("confidence"),
     )
     return result.to_dict()
 
@@ -136,6 +152,8 @@ async def _run_classify(arguments: dict[str, Any], *, allow_exec: bool) -> dict[
         none=arguments.get("none"),
         examples=arguments.get("examples"),
         model=_model_argument(arguments),
+        calibration=arguments.get("calibration"),
+        coverage=arguments.get("coverage"),
     )
     return result.to_dict()
 
@@ -148,6 +166,25 @@ async def _run_score(arguments: dict[str, Any], *, allow_exec: bool) -> dict[str
         false=arguments.get("false"),
         examples=arguments.get("examples"),
         model=_model_argument(arguments),
+        calibration=arguments.get("calibration"),
+    )
+    return result.to_dict()
+
+
+async def _run_calibrate(arguments: dict[str, Any], *, allow_exec: bool) -> dict[str, Any]:
+    result = await acalibrate(
+        arguments["rows"],
+        arguments.get("question"),
+        name=arguments["name"],
+        tool=arguments.get("tool", "filter"),
+        state=arguments.get("state"),
+        options=arguments.get("options"),
+        none=arguments.get("none"),
+        true=arguments.get("true"),
+        false=arguments.get("false"),
+        method=arguments.get("method", "auto"),
+        model=_model_argument(arguments),
+        save=arguments.get("save", True),
     )
     return result.to_dict()
 
@@ -237,7 +274,8 @@ RERANK = ToolSpec(
         "lists are split across parallel calls that share one time budget; a failed call or a missing answer "
         "fails the whole rerank, and no score is ever invented. Scores are probabilities of relevance that run "
         "low: with the local model, min_relevance 0.3 keeps about 80% of relevant passages on TREC DL19, "
-        "0.5 only 57%. notes lists documents cut short or not in English."
+        "0.5 only 57%. notes lists documents cut short or not in English. calibration (a builtin__calibrate name "
+        "fitted for this query, or for any query) makes relevance scores, and min_relevance, calibrated."
     ),
     input_schema=_object(
         {
@@ -259,6 +297,7 @@ RERANK = ToolSpec(
                 "maximum": 1,
                 "description": "Drop documents scored below this; 0.3 suits the local model",
             },
+            "calibration": _CALIBRATION,
             "model": _MODEL,
         },
         ["query", "documents"],
@@ -280,6 +319,7 @@ RERANK = ToolSpec(
                     closed=False,
                 ),
             },
+            "calibration": _CALIBRATION_USED,
         },
         ["results"],
     ),
@@ -297,7 +337,10 @@ FILTER = ToolSpec(
         "item) asked about state; items whose probability reaches min_confidence (default 0.5) are kept. "
         "items and dropped keep the input order, and decisions carries every item's probability. An item's "
         "fate does not depend on the other items; to order a list, use builtin__rank. examples (labelled items, "
-        "or a stored example set's name) teach a model that learns from them what the question means."
+        "or a stored example set's name) teach a model that learns from them what the question means. calibration "
+        "(a builtin__calibrate name) makes probabilities calibrated; with it, target_recall or target_precision "
+        "picks the cut-off from the calibration's labelled rows so that the target holds on new items with "
+        "confidence (default 0.9), and promise says the cut-off and what the labelled rows showed at it."
     ),
     input_schema=_object(
         {
@@ -308,7 +351,7 @@ FILTER = ToolSpec(
                 "type": "number",
                 "minimum": 0,
                 "maximum": 1,
-                "description": "Keep items at least this likely; default 0.5",
+                "description": "Keep items at least this likely; default 0.5 (a target picks it instead)",
             },
             "describe": {"type": "string", "description": "Dot path into each item to show, e.g. title or meta.date"},
             "examples": {
@@ -331,6 +374,17 @@ FILTER = ToolSpec(
                     {"type": "string"},
                 ],
             },
+            "calibration": _CALIBRATION,
+            "target_recall": {
+                **_OPEN_UNIT,
+                "description": "Keep at least this share of the yes items, with confidence; the calibration's "
+                "labelled rows pick the cut-off (needs calibration)",
+            },
+            "target_precision": {
+                **_OPEN_UNIT,
+                "description": "Keep items of which at least this share are yes, with confidence (needs calibration)",
+            },
+            "confidence": {**_OPEN_UNIT, "description": "How sure a target's promise is; default 0.9"},
             "model": _MODEL,
         },
         ["items", "question"],
@@ -344,12 +398,14 @@ FILTER = ToolSpec(
             "dropped_count": {"type": "integer"},
             "decisions": {
                 "type": "array",
-                "description": "Every item with its input index, probability and whether it was kept",
+                "description": "Every item with its input index, probability (calibrated, with a calibration), "
+                "the model's own raw_probability and whether it was kept",
                 "items": _object(
                     {
                         "item": _ANY,
                         "index": {"type": "integer"},
                         "probability": {"type": "number"},
+                        "raw_probability": {"type": "number"},
                         "kept": {"type": "boolean"},
                     },
                     ["item", "index", "probability", "kept"],
@@ -357,6 +413,29 @@ FILTER = ToolSpec(
                 ),
             },
             "min_confidence": {"type": "number"},
+            "calibration": _CALIBRATION_USED,
+            "promise": {
+                "description": "With a target: the cut-off on the model's probability (null keeps all), the target, "
+                "confidence, and the recall and precision observed on the calibration's labelled rows",
+                "anyOf": [
+                    _object(
+                        {
+                            "threshold": {"type": ["number", "null"]},
+                            "target_recall": {"type": "number"},
+                            "target_precision": {"type": "number"},
+                            "confidence": {"type": "number"},
+                            "method": {"type": "string"},
+                            "calibration_rows": {"type": "integer"},
+                            "observed_recall": {"type": "number"},
+                            "observed_precision": {"type": ["number", "null"]},
+                            "note": {"type": ["string", "null"]},
+                        },
+                        ["threshold", "confidence", "calibration_rows", "observed_recall"],
+                        closed=False,
+                    ),
+                    {"type": "null"},
+                ],
+            },
         },
         ["items", "count", "dropped", "dropped_count"],
     ),
@@ -403,7 +482,9 @@ CLASSIFY = ToolSpec(
         "label to description), so a text's answer never depends on the other texts. none adds a 'none of "
         f"these' option whose key is {NONE_KEY}. decisions carries, per text in input order, the chosen key, its "
         "probability and every option's probability. examples (labelled texts, or a stored example set's name) "
-        "teach a model that learns from them what the options mean."
+        "teach a model that learns from them what the options mean. calibration (a builtin__calibrate name) "
+        "makes probabilities calibrated; with it, coverage gives each text a prediction_set that holds its right "
+        "option at that rate on new texts, and none_fits when the set is empty or holds the none option."
     ),
     input_schema=_object(
         {
@@ -418,6 +499,12 @@ CLASSIFY = ToolSpec(
             },
             "none": {"type": "string", "description": f"Text of a 'none of these' option (key {NONE_KEY})"},
             "examples": _text_examples({"type": "string"}, '"<option key>"'),
+            "calibration": _CALIBRATION,
+            "coverage": {
+                **_OPEN_UNIT,
+                "description": "Give each text a prediction set holding its right option at this rate on new texts "
+                "(conformal, from the calibration's labelled rows; needs calibration)",
+            },
             "model": _MODEL,
         },
         ["texts", "question", "options"],
@@ -434,10 +521,37 @@ CLASSIFY = ToolSpec(
                         "choice": {"type": "string"},
                         "probability": {"type": "number"},
                         "probabilities": {"type": "object", "additionalProperties": {"type": "number"}},
+                        "prediction_set": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "With coverage: the options that hold the right one, most probable first",
+                        },
+                        "none_fits": {
+                            "type": "boolean",
+                            "description": "With coverage: the set is empty or holds the 'none of these' option",
+                        },
                     },
                     ["index", "choice", "probability", "probabilities"],
                     closed=False,
                 ),
+            },
+            "calibration": _CALIBRATION_USED,
+            "coverage": {
+                "description": "With coverage: the conformal threshold, the calibration's rows and the mean set size",
+                "anyOf": [
+                    _object(
+                        {
+                            "coverage": {"type": "number"},
+                            "threshold": {"type": "number"},
+                            "calibration_rows": {"type": "integer"},
+                            "method": {"type": "string"},
+                            "mean_set_size": {"type": ["number", "null"]},
+                        },
+                        ["coverage", "threshold", "calibration_rows"],
+                        closed=False,
+                    ),
+                    {"type": "null"},
+                ],
             },
         },
         ["decisions"],
@@ -455,7 +569,8 @@ SCORE = ToolSpec(
         "true and false optionally say what each answer means. probabilities are in input order, and a text's "
         "score never depends on the other texts. Unlike builtin__filter, which asks about one state with each "
         "item inside the question, this asks about each text itself. examples (labelled texts, or a stored "
-        "example set's name) teach a model that learns from them what the question means."
+        "example set's name) teach a model that learns from them what the question means. calibration (a "
+        "builtin__calibrate name) makes probabilities calibrated; raw_probabilities keeps the model's."
     ),
     input_schema=_object(
         {
@@ -464,6 +579,7 @@ SCORE = ToolSpec(
             "true": {"type": "string", "description": "What a yes means"},
             "false": {"type": "string", "description": "What a no means"},
             "examples": _text_examples({"type": "boolean"}, "true|false"),
+            "calibration": _CALIBRATION,
             "model": _MODEL,
         },
         ["texts", "question"],
@@ -474,13 +590,120 @@ SCORE = ToolSpec(
             "probabilities": {
                 "type": "array",
                 "items": {"type": "number"},
-                "description": "Each text's probability, in input order",
+                "description": "Each text's probability, in input order (calibrated, with a calibration)",
             },
+            "raw_probabilities": {
+                "type": "array",
+                "items": {"type": "number"},
+                "description": "The model's own probabilities (the same without a calibration)",
+            },
+            "calibration": _CALIBRATION_USED,
         },
         ["probabilities"],
     ),
     read_only=True,
     run=_run_score,
+)
+
+_RELIABILITY = _object(
+    {
+        "rows": {"type": "integer"},
+        "ece": {"type": "number", "description": "Expected calibration error over ten bins"},
+        "brier": {"type": "number"},
+        "log_loss": {"type": "number"},
+        "table": {
+            "type": "array",
+            "description": "One entry per non-empty bin: its rows, mean probability and frequency of yes",
+            "items": _object(
+                {
+                    "low": {"type": "number"},
+                    "high": {"type": "number"},
+                    "rows": {"type": "integer"},
+                    "mean_probability": {"type": "number"},
+                    "frequency": {"type": "number"},
+                },
+                ["low", "high", "rows", "mean_probability", "frequency"],
+                closed=False,
+            ),
+        },
+    },
+    ["rows", "ece", "brier", "log_loss", "table"],
+    closed=False,
+)
+
+CALIBRATE = ToolSpec(
+    name="builtin__calibrate",
+    title="Calibrate a tool on labelled rows",
+    description=(
+        "Fits a map from a tool's probabilities to what labelled rows show, and stores it by name for that tool, "
+        "question and model.\n\n"
+        f"rows are at least {MIN_ROWS} labelled texts for one question, "
+        '[{"item" or "state": <text>, "answer": true|false}] (an option key for classify; for rerank a row may '
+        "carry its own query, with no question), or a stored example set's name; a yes/no calibration needs "
+        f"{MIN_EACH} of each answer, and about 100 rows make a map worth trusting. The tool (filter, score, rerank "
+        "or classify) answers every row, then a map is picked by five-fold cross-validated log loss (identity, "
+        "platt or isotonic; identity or temperature for classify). before and after give the reliability (ECE, "
+        "Brier, log loss, a ten-bin table) of the model's numbers and of out-of-fold calibrated ones. Afterwards "
+        "pass calibration=<name> to that tool: builtin__filter can then promise target_recall or target_precision, "
+        "and builtin__classify prediction sets at a coverage. A calibration is refused for another tool, question, "
+        "option set or model."
+    ),
+    input_schema=_object(
+        {
+            "name": {"type": "string", "description": "The name to store it under, e.g. sst2-positive"},
+            "question": {
+                "type": ["string", "null"],
+                "description": "The question the tool asks (rerank: the query; null when each row has its query)",
+            },
+            "tool": {"enum": list(CALIBRATED_TOOLS), "description": "The tool calibrated; default filter"},
+            "rows": {
+                "description": "Labelled rows, or the name of a stored example set",
+                "anyOf": [{"type": "array", "items": {"type": "object"}}, {"type": "string"}],
+            },
+            "state": {"description": "filter's context the items are judged against; optional"},
+            "options": {
+                "description": "classify's labels, or an object of label to description",
+                "anyOf": [
+                    {"type": "array", "items": {"type": "string"}},
+                    {"type": "object", "additionalProperties": {"type": "string"}},
+                ],
+            },
+            "none": {"type": "string", "description": "classify's 'none of these' option"},
+            "true": {"type": "string", "description": "score's: what a yes means"},
+            "false": {"type": "string", "description": "score's: what a no means"},
+            "method": {
+                "enum": ["auto", *LIKELIHOOD_METHODS, "temperature"],
+                "description": "auto (cross-validated, the default) or one map",
+            },
+            "save": {"type": "boolean", "description": "Store it under name (default true); false only measures"},
+            "model": _MODEL,
+        },
+        ["name", "rows"],
+        closed=True,
+    ),
+    output_schema=_tool_result(
+        {
+            "name": {"type": "string"},
+            "tool": {"type": "string"},
+            "question": {"type": ["string", "null"]},
+            "options": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+            "data_hash": {"type": "string", "description": "SHA-256 of the labelled rows, question and options"},
+            "created_at": {"type": "string"},
+            "rows": {"type": "integer"},
+            "positives": {"type": "integer", "description": "Yes/no: the rows labelled yes"},
+            "method": {"type": "string", "description": "The map chosen"},
+            "map": _object({"method": {"type": "string"}, "parameters": {"type": "object"}}, ["method"], closed=False),
+            "before": {**_RELIABILITY, "description": "The model's own probabilities on the rows"},
+            "after": {**_RELIABILITY, "description": "Out-of-fold calibrated probabilities on the rows"},
+            "cross_validated_log_loss": {"type": "object", "additionalProperties": {"type": "number"}},
+            "saved": {"type": "boolean"},
+        },
+        ["name", "tool", "rows", "method", "before", "after", "saved"],
+    ),
+    # It stores the calibration under its name, replacing any of that name.
+    read_only=False,
+    run=_run_calibrate,
+    destructive=True,
 )
 
 _REF = {"type": "string", "description": "run_id/agent_id"}
@@ -569,7 +792,9 @@ SCORE_LIST = ToolSpec(
     run=_run_score_list,
 )
 
-_TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (RANK, RERANK, FILTER, CLASSIFY, SCORE, SCORE_LIST)}
+_TOOLS: dict[str, ToolSpec] = {
+    spec.name: spec for spec in (RANK, RERANK, FILTER, CLASSIFY, SCORE, CALIBRATE, SCORE_LIST)
+}
 
 
 def tool_specs() -> list[ToolSpec]:
