@@ -736,7 +736,7 @@ def _order_rows() -> list[dict]:
 
 def test_calibrate_tab_fits_classify_and_tries_coverage_on_the_held_out_rows(page, served, tmp_path):
     """Paste labelled messages for classify: a temperature is chosen, and the held-out coverage shown is the
-    share of their prediction sets that hold the right option; the Python snippet fits the same."""
+    share of their prediction sets that hold the right option; the Python and CLI snippets fit the same."""
     url, _ = served
     rows = _order_rows()
     question = "What does the customer want?"
@@ -788,6 +788,11 @@ def test_calibrate_tab_fits_classify_and_tries_coverage_on_the_held_out_rows(pag
     python = subprocess.run([sys.executable, "-c", snippet], env=env, capture_output=True, text=True, check=False)
     assert python.returncode == 0, python.stderr
     assert python.stdout.split()[0] == stored["method"]
+    page.click("#code-tabs [data-lang=cli]")
+    env["PATH"] = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    cli = subprocess.run(["bash", "-c", page.text_content("#code")], env=env, capture_output=True, text=True, check=False)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["after"] == stored["after"]
 
 
 def test_calibrate_tab_shows_what_is_wrong_with_the_rows(page, served):

@@ -592,7 +592,7 @@
     if (request.mode === "filter") return `decirank filter - --json${flags([["-m", model], ["-q", b.question], ["-s", state(b.state)], ["--min-confidence", b.min_confidence], ["-d", b.describe], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.items)}`;
     if (request.mode === "classify") return `decirank classify - --json${flags([["-m", model], ["-q", b.question], ["--options", JSON.stringify(b.options)], ["--none", b.none], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.texts)}`;
     if (request.mode === "score") return `decirank score - --json${flags([["-m", model], ["-q", b.question], ["--true", b.true], ["--false", b.false], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.texts)}`;
-    if (request.mode === "calibrate") return "# decirank has no calibrate command yet: use the Python or curl tab\n";
+    if (request.mode === "calibrate") return `decirank calibrate ${sq(b.name || "NAME")} - --json${flags([["-m", model], ["-q", b.question], ["-t", b.tool], ["--options", b.options && JSON.stringify(b.options)], ["--none", b.none], ["--timeout", b.timeout]])}${stdin(b.rows)}`;
     if (request.mode === "score_list") return `decirank score-list --refs - --json${flags([["-m", model], ["-e", b.evaluator], ["-k", b.top_k], ["--timeout", b.timeout]])}${stdin(b.refs)}`;
     return `# decirank has no command for one raw question; ask this server's /v1/systemone (the curl tab),\n# or point any System One client at it: --model systemone:${model} --base-url ${origin.replace(/\/$/, "")}\n`;
   }
