@@ -111,6 +111,7 @@
     classify: ["Question (a choice, asked of each text)", "Texts", "one per line, or a JSON array"],
     score: ["Question (yes/no, asked of each text)", "Texts", "one per line, or a JSON array"],
     score_list: ["", "Refs", "run_id/agent_id of stored artifacts, one per line"],
+    calibrate: ["Question (asked of each labelled row)", "Labelled rows", 'JSON Lines or a JSON array of {"item" or "state", "answer"}; paste, or choose a file'],
   };
   // Each tab keeps its own draft: switching tabs never carries one tool's question to another.
   const DRAFT = ["#question", "#items", "#state", "#options", "#none", "#examples", "#noul-true", "#noul-false", "#describe", "#evaluator-arg"];
@@ -128,7 +129,8 @@
       DRAFT.forEach((sel, i) => ($(sel).value = drafts[m] ? drafts[m][i] : ""));
     }
     shownMode = m;
-    const active = new Set([tool, m]);
+    const active = new Set([tool, m, tool === "calibrate" && "cal-" + $("#cal-tool").value]);
+    $("#run").textContent = tool === "calibrate" ? "Calibrate" : "Run";
     $$("[data-for]").forEach((el) => (el.hidden = !el.dataset.for.split(" ").some((t) => active.has(t))));
     $$("[data-not]").forEach((el) => (el.hidden = el.dataset.not.split(" ").some((t) => active.has(t))));
     const [question, items, hint] = LABELS[m];
@@ -206,9 +208,25 @@
   const number = (sel) => ($(sel).value.trim() === "" ? undefined : Number($(sel).value));
   const optional = (sel) => $(sel).value.trim() || undefined;
 
+  /** The labelled rows: the first ones fit the map (100, or half of a smaller file), the rest are held out. */
+  function calRows() {
+    const rows = parseList($("#items").value);
+    rows.forEach((r, i) => {
+      if (!r || typeof r !== "object" || !("answer" in r) || !("item" in r || "state" in r)) throw new Error(`Row ${i + 1} is not {"item" or "state", "answer"}`);
+    });
+    const fit = Math.min(rows.length, number("#cal-fit") ?? Math.min(100, Math.floor(rows.length / 2)));
+    return { rows, fit: rows.slice(0, fit), held: rows.slice(fit) };
+  }
+
   function countItems() {
     let note = "";
     try {
+      if (tool === "calibrate") {
+        const { rows, fit, held } = calRows();
+        $("#cal-fit").placeholder = Math.min(100, Math.floor(rows.length / 2));
+        if (rows.length) note = `${rows.length} labelled rows · ${fit.length} to fit, ${held.length} held out`;
+        return ($("#items-count").textContent = note);
+      }
       const n = parseList($("#items").value).length;
       if (n) note = `${n} ${LABELS[mode()][1].toLowerCase()}`;
       if (tool === "rank" && n > MAX_OPTIONS) note += ` · over ${MAX_OPTIONS}: ranked in chunks, then a final round`;
@@ -225,8 +243,13 @@
     const state = parseState($("#state").value);
     const list = tool === "decision" ? null : parseList($("#items").value);
     if (list && !list.length) throw new Error(`Give the ${LABELS[m][1].toLowerCase()} first: ${LABELS[m][2]}.`);
-    let url, body;
-    if (m === "rank") {
+    let url, body, held;
+    if (m === "calibrate") {
+      const rows = calRows(), classify = $("#cal-tool").value === "classify";
+      held = rows.held;
+      url = "v1/calibrate";
+      body = { name: optional("#cal-name"), question, tool: $("#cal-tool").value, rows: rows.fit, options: classify ? parseOptions($("#options").value, true) : undefined, none: classify ? optional("#none") : undefined, model, timeout };
+    } else if (m === "rank") {
       url = "v1/rank";
       body = { items: list, instructions: question, state, describe: optional("#describe"), none: optional("#none"), top_k: number("#top-k"), model, timeout };
     } else if (m === "rerank") {
@@ -258,7 +281,7 @@
       url = "v1/systemone";
       body = { model, state, questions: { q } };
     }
-    return { url, body: JSON.parse(JSON.stringify(body)), mode: m };
+    return { url, body: JSON.parse(JSON.stringify(body)), mode: m, held };
   }
 
   async function run(event) {
@@ -316,6 +339,7 @@
     bars.replaceChildren();
     $("#no-fit").hidden = true;
     $("#chunks").hidden = true;
+    $("#cal").hidden = request.mode !== "calibrate";
     const body = request.body;
     const usage = data.usage || (data.meta && data.meta.usage) || {};
     // A decision's body has no run id or call count: the server sends them as headers.
@@ -333,7 +357,8 @@
     summary.replaceChildren(...facts.map(([k, v]) => h("span", {}, k + " ", h("b", { text: v }))));
     if (runId && server.runlog) summary.append(h("a", { href: "#/runs/" + encodeURIComponent(runId), id: "open-run", text: "open run ›" }));
 
-    if (request.mode === "rank") {
+    if (request.mode === "calibrate") showCalibration(request, data, summary);
+    else if (request.mode === "rank") {
       const rows = data.ranked.map((entry) => ({ entry }));
       if (data.none !== null && data.none !== undefined) {
         const at = rows.findIndex((r) => r.entry.probability === null || r.entry.probability < data.none);
@@ -389,6 +414,96 @@
       if (shown !== undefined) return text(shown);
     }
     return text(item);
+  }
+
+  // --- calibrate: the fit, its reliability, and the guarantee tried on the held-out rows -------
+  let calibrated = null;
+  const fact = (name, label, shown, value) => h("span", { "data-fact": name, "data-value": value === null || value === undefined ? null : String(value) }, label + " ", h("b", { text: shown }));
+  const f3 = (v) => (v === null || v === undefined ? "—" : v.toFixed(3));
+  function showCalibration(request, data, summary) {
+    const { before, after } = data, choice = data.tool === "classify";
+    summary.append(
+      fact("method", "method", data.method),
+      fact("ece", "ECE", `${f3(before.ece)} → ${f3(after.ece)}`),
+      fact("brier", "Brier", `${f3(before.brier)} → ${f3(after.brier)}`),
+      fact("rows", "fitted on", `${data.rows} rows` + (data.positives === undefined || data.positives === null ? "" : ` (${data.positives} yes)`), data.rows),
+      fact("held", "held out", String(request.held.length), request.held.length));
+    $("#cal-caption").textContent = (choice ? "the top option's probability against how often it was right" : "the probability of yes against how often it was yes") + ", per tenth; after is out-of-fold";
+    reliabilityPlot($("#cal-plot"), [{ name: "before", color: PALETTE[1], table: before.table }, { name: "after", color: PALETTE[0], table: after.table }]);
+    calibrated = { ...request.body, name: data.name, tool: data.tool, held: request.held };
+    $("#cal-for-filter").hidden = choice;
+    $("#cal-for-classify").hidden = !choice;
+    $("#cal-check").hidden = $("#cal-error").hidden = $("#cal-note").hidden = true;
+    $("#cal-try").disabled = !request.held.length;
+    $("#cal-status").textContent = request.held.length ? `on the ${request.held.length} held-out rows` : "No rows are held out: fit fewer to try it.";
+  }
+  function reliabilityPlot(box, series) {
+    const W = 360, H = 300, L = 44, R = 10, T = 10, B = 38, grey = "#aab3c2";
+    const sx = (x) => L + x * (W - L - R), sy = (y) => T + (1 - y) * (H - T - B);
+    const svg = h("svg:svg", { viewBox: `0 0 ${W} ${H}`, role: "img" });
+    for (let i = 0; i <= 4; i++) {
+      const v = i / 4;
+      svg.append(h("svg:line", { x1: sx(0), x2: sx(1), y1: sy(v), y2: sy(v), stroke: "#e6e9ee" }),
+        h("svg:text", { x: L - 6, y: sy(v) + 3, "text-anchor": "end", text: v }),
+        h("svg:text", { x: sx(v), y: H - 24, "text-anchor": "middle", text: v }));
+    }
+    svg.append(h("svg:line", { class: "diagonal", x1: sx(0), y1: sy(0), x2: sx(1), y2: sy(1), stroke: grey, "stroke-dasharray": "4 4" }),
+      h("svg:text", { x: sx(0.5), y: H - 6, "text-anchor": "middle", text: "mean probability" }),
+      h("svg:text", { x: 12, y: sy(0.5), "text-anchor": "middle", transform: `rotate(-90 12 ${sy(0.5)})`, text: "observed frequency" }));
+    for (const s of series) {
+      svg.append(h("svg:path", { d: s.table.map((b, i) => `${i ? "L" : "M"}${sx(b.mean_probability).toFixed(1)},${sy(b.frequency).toFixed(1)}`).join(" "), fill: "none", stroke: s.color, "stroke-width": 2, "data-series": s.name }));
+      for (const b of s.table) {
+        svg.append(h("svg:circle", { cx: sx(b.mean_probability), cy: sy(b.frequency), r: 2 + Math.min(6, Math.sqrt(b.rows)), fill: s.color, "fill-opacity": 0.75, "data-series": s.name },
+          h("svg:title", { text: `${s.name}, ${b.low}–${b.high}: ${b.rows} rows, mean ${pct(b.mean_probability)}, observed ${pct(b.frequency)}` })));
+      }
+    }
+    box.replaceChildren(svg, h("div", { class: "legend" }, [...series, { name: "perfectly calibrated", color: grey }].map((s) => h("span", {}, h("i", { "data-color": s.color }), s.name))));
+    $$(".legend i", box).forEach((i) => (i.style.background = i.dataset.color));
+  }
+  async function tryGuarantee() {
+    const c = calibrated, choice = c.tool === "classify", button = $("#cal-try");
+    const texts = c.held.map((r) => r.item ?? r.state), answers = c.held.map((r) => r.answer);
+    const common = { question: c.question, calibration: c.name, model: c.model, timeout: c.timeout };
+    const body = choice ? { texts, options: c.options, none: c.none, coverage: number("#cal-coverage"), ...common } : { items: texts, target_recall: number("#cal-recall"), confidence: number("#cal-confidence"), ...common };
+    $("#cal-check").hidden = $("#cal-error").hidden = $("#cal-note").hidden = true;
+    const bad = answers.findIndex((a) => (choice ? typeof a !== "string" : typeof a !== "boolean"));
+    let data;
+    button.disabled = true;
+    document.body.dataset.busy = "true";
+    try {
+      if (bad >= 0) throw new Error(`Held-out row ${c.rows.length + bad + 1}: the answer should be ${choice ? "an option key" : "true or false"}`);
+      data = await api(choice ? "v1/classify" : "v1/filter", JSON.parse(JSON.stringify(body)));
+    } catch (error) {
+      $("#cal-error").textContent = error.message;
+      $("#cal-error").hidden = false;
+      return;
+    } finally {
+      button.disabled = false;
+      delete document.body.dataset.busy;
+    }
+    let facts, held, note = null;
+    if (choice) {
+      const target = data.coverage.coverage, n = data.decisions.length;
+      const coverage = data.decisions.filter((d) => d.prediction_set.includes(answers[d.index])).length / n;
+      const right = data.decisions.filter((d) => d.choice === answers[d.index]).length / n;
+      held = coverage >= target;
+      facts = [fact("coverage", "coverage", `${pct(coverage)} (promised ${pct(target)})`, coverage), fact("set-size", "mean set size", data.coverage.mean_set_size.toFixed(2), data.coverage.mean_set_size), fact("accuracy", "top choice right", pct(right), right)];
+    } else {
+      const p = data.promise, kept = data.decisions.filter((d) => d.kept);
+      const positives = answers.filter((a) => a === true).length, hits = kept.filter((d) => answers[d.index] === true).length;
+      const recall = positives ? hits / positives : null, precision = kept.length ? hits / kept.length : null;
+      held = recall === null || recall >= p.target_recall;
+      note = p.note;
+      facts = [fact("cutoff", "cut-off", p.threshold === null ? "none: every row kept" : `model probability ≥ ${f3(p.threshold)}`, p.threshold),
+        fact("kept", "kept", `${kept.length} of ${texts.length}`, kept.length),
+        fact("recall", "recall", `${pct(recall)} (promised ${pct(p.target_recall)} at confidence ${pct(p.confidence)})`, recall),
+        fact("precision", "precision", pct(precision), precision)];
+    }
+    facts.push(fact("held", "the promise", held ? "held on these rows" : "missed on these rows", held));
+    $("#cal-check").replaceChildren(...facts);
+    $("#cal-check").hidden = false;
+    $("#cal-note").textContent = note || "";
+    $("#cal-note").hidden = !note;
   }
 
   /** The chunks of a long list and its final round, read from the run's model calls. */
@@ -452,6 +567,7 @@
       return `curl -sS ${origin}${request.url} \\\n  -H 'content-type: application/json'${auth} \\\n  --data-binary @- <<'EOF'\n${JSON.stringify(b, null, 2)}\nEOF\n`;
     }
     if (language === "python") {
+      if (request.mode === "calibrate") return `import decirank\n\nresult = decirank.calibrate(\n${kwargs([["rows", b.rows], ["question", b.question], ["name", b.name], ["tool", b.tool], ["options", b.options], ["none", b.none], ["model", model], ["timeout", b.timeout]])})\nfound = result.to_dict()\nprint(found["method"], found["before"]["ece"], found["after"]["ece"])\n`;
       if (request.mode === "rank") return `import decirank\n\nresult = decirank.rank(\n${kwargs([["items", b.items], ["instructions", b.instructions], ["state", b.state], ["describe", b.describe], ["none", b.none], ["top_k", b.top_k], ["model", model], ["timeout", b.timeout]])})\nfor entry in result.ranked:\n    print(entry.probability, entry.item)\n`;
       if (request.mode === "rerank") return `import decirank\n\nresult = decirank.rerank(\n${kwargs([["query", b.query], ["documents", b.documents], ["top_k", b.top_n], ["min_relevance", b.min_relevance], ["model", model], ["timeout", b.timeout]])})\nprint(result.to_dict())\n`;
       if (request.mode === "filter") return `import decirank\n\nresult = decirank.filter(\n${kwargs([["items", b.items], ["question", b.question], ["state", b.state], ["min_confidence", b.min_confidence], ["describe", b.describe], ["examples", b.examples], ["model", model], ["timeout", b.timeout]])})\nprint(result.items)\n`;
@@ -476,6 +592,7 @@
     if (request.mode === "filter") return `decirank filter - --json${flags([["-m", model], ["-q", b.question], ["-s", state(b.state)], ["--min-confidence", b.min_confidence], ["-d", b.describe], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.items)}`;
     if (request.mode === "classify") return `decirank classify - --json${flags([["-m", model], ["-q", b.question], ["--options", JSON.stringify(b.options)], ["--none", b.none], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.texts)}`;
     if (request.mode === "score") return `decirank score - --json${flags([["-m", model], ["-q", b.question], ["--true", b.true], ["--false", b.false], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.texts)}`;
+    if (request.mode === "calibrate") return `decirank calibrate ${sq(b.name || "NAME")} - --json${flags([["-m", model], ["-q", b.question], ["-t", b.tool], ["--options", b.options && JSON.stringify(b.options)], ["--none", b.none], ["--timeout", b.timeout]])}${stdin(b.rows)}`;
     if (request.mode === "score_list") return `decirank score-list --refs - --json${flags([["-m", model], ["-e", b.evaluator], ["-k", b.top_k], ["--timeout", b.timeout]])}${stdin(b.refs)}`;
     return `# decirank has no command for one raw question; ask this server's /v1/systemone (the curl tab),\n# or point any System One client at it: --model systemone:${model} --base-url ${origin.replace(/\/$/, "")}\n`;
   }
@@ -685,6 +802,16 @@
   async function init() {
     $$("#tool-tabs button").forEach((b) => b.addEventListener("click", () => setTool(b.dataset.tool)));
     $("#decision-type").addEventListener("change", () => setTool("decision"));
+    $("#cal-tool").addEventListener("change", () => setTool("calibrate"));
+    $("#cal-try").addEventListener("click", tryGuarantee);
+    $("#cal-file").addEventListener("change", async () => {
+      const file = $("#cal-file").files[0];
+      if (!file) return;
+      $("#items").value = await file.text();
+      if (!$("#cal-name").value) $("#cal-name").value = file.name.replace(/\.\w+$/, "").replace(/[^\w.-]+/g, "-").replace(/^[^a-zA-Z0-9]+/, "");
+      countItems();
+      refreshCode();
+    });
     $("#play-form").addEventListener("submit", run);
     $("#play-form").addEventListener("input", () => { countItems(); refreshCode(); });
     $("#play-form").addEventListener("change", refreshCode);
