@@ -1,4 +1,6 @@
-"""Labelled rows for the calibration tests: small made-up ones for ``lexical``, and real ones from the shared data.
+"""Labelled rows for the calibration tests: small made-up ones for ``lexical``, made-up support messages for
+the embedded model (built from seeded templates, so no data set ships with the tests), and real ones from the
+shared data.
 
 The made-up rows are about pets and things; ``lexical`` scores them by the words they share with the
 state (filter) or the question (score), so its probabilities vary with the rows as a model's do, and a
@@ -70,3 +72,68 @@ def sst2_rows(count: int, *, seed: int = 0) -> list[dict[str, Any]]:
         data = [json.loads(line) for line in lines if line.strip()]
     random.Random(seed).shuffle(data)
     return [{"item": row["text"], "answer": row["label"] == "positive"} for row in data[:count]]
+
+
+#: The question the support rows answer, and the teams their routing rows go to.
+SUPPORT_QUESTION = "Is the customer reporting a problem?"
+
+_THINGS = ["order", "parcel", "laptop", "kettle", "phone", "invoice", "app", "router", "jacket", "booking"]
+_PROBLEMS = [
+    "My {t} arrived broken and nobody answers my emails.",
+    "The {t} stopped working after two days, please help.",
+    "I was charged twice for the {t} and want it fixed.",
+    "Still no sign of my {t}, it is a week late.",
+    "The {t} you sent is the wrong one, this is the second time.",
+    "Your {t} keeps crashing whenever I open it.",
+    "I can't log in to see my {t}, it says my account is locked.",
+    "The {t} is damaged and the box was soaked.",
+]
+_FINE = [
+    "Thanks, the {t} arrived early and works perfectly.",
+    "Could you tell me your opening hours for collecting a {t}?",
+    "Just wanted to say the {t} is lovely, great service.",
+    "Do you sell a {t} in blue as well?",
+    "Please add a gift note to my {t}, it's a birthday present.",
+    "Can I change the delivery address for my {t} before it ships?",
+    "Happy with the {t}, I'll order another next month.",
+    "What sizes does the {t} come in?",
+]
+TEAMS = {
+    "billing": [
+        "I was charged twice for my {t}.",
+        "My invoice for the {t} shows the wrong amount.",
+        "Where is my refund for the {t}?",
+    ],
+    "delivery": [
+        "My {t} hasn't arrived yet.",
+        "The courier left my {t} in the rain.",
+        "Can you change where the {t} is delivered?",
+    ],
+    "technical": ["The {t} won't turn on.", "The {t} app crashes at start.", "The {t} keeps losing its connection."],
+    "account": [
+        "I can't log in to order a {t}.",
+        "Please change the email on my account.",
+        "How do I reset my password?",
+    ],
+}
+
+
+def support_rows(n: int, seed: int) -> list[dict]:
+    """``n`` made-up support messages, about half reporting a problem, from seeded templates."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        problem = rng.random() < 0.5
+        template = rng.choice(_PROBLEMS if problem else _FINE)
+        rows.append({"item": template.format(t=rng.choice(_THINGS)), "answer": problem})
+    return rows
+
+
+def team_rows(n: int, seed: int) -> list[dict]:
+    """``n`` made-up messages labelled with the team of :data:`TEAMS` that handles each."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        team = rng.choice(sorted(TEAMS))
+        rows.append({"item": rng.choice(TEAMS[team]).format(t=rng.choice(_THINGS)), "answer": team})
+    return rows

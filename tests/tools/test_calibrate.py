@@ -7,8 +7,6 @@ reads every one; nothing here is scripted.
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 
@@ -17,67 +15,10 @@ from decirank.calibration import recall_cutoff, reliability
 from decirank.errors import InvalidInputError
 from decirank.stores.calibrations import CalibrationStore
 from decirank.stores.runlog import current_runlog
-
-QUESTION = "Is the customer reporting a problem?"
-
-_THINGS = ["order", "parcel", "laptop", "kettle", "phone", "invoice", "app", "router", "jacket", "booking"]
-_PROBLEMS = [
-    "My {t} arrived broken and nobody answers my emails.",
-    "The {t} stopped working after two days, please help.",
-    "I was charged twice for the {t} and want it fixed.",
-    "Still no sign of my {t}, it is a week late.",
-    "The {t} you sent is the wrong one, this is the second time.",
-    "Your {t} keeps crashing whenever I open it.",
-    "I can't log in to see my {t}, it says my account is locked.",
-    "The {t} is damaged and the box was soaked.",
-]
-_FINE = [
-    "Thanks, the {t} arrived early and works perfectly.",
-    "Could you tell me your opening hours for collecting a {t}?",
-    "Just wanted to say the {t} is lovely, great service.",
-    "Do you sell a {t} in blue as well?",
-    "Please add a gift note to my {t}, it's a birthday present.",
-    "Can I change the delivery address for my {t} before it ships?",
-    "Happy with the {t}, I'll order another next month.",
-    "What sizes does the {t} come in?",
-]
-_TEAMS = {
-    "billing": [
-        "I was charged twice for my {t}.",
-        "My invoice for the {t} shows the wrong amount.",
-        "Where is my refund for the {t}?",
-    ],
-    "delivery": [
-        "My {t} hasn't arrived yet.",
-        "The courier left my {t} in the rain.",
-        "Can you change where the {t} is delivered?",
-    ],
-    "technical": ["The {t} won't turn on.", "The {t} app crashes at start.", "The {t} keeps losing its connection."],
-    "account": [
-        "I can't log in to order a {t}.",
-        "Please change the email on my account.",
-        "How do I reset my password?",
-    ],
-}
-
-
-def _support_rows(n: int, seed: int) -> list[dict]:
-    rng = random.Random(seed)
-    rows = []
-    for _ in range(n):
-        problem = rng.random() < 0.5
-        template = rng.choice(_PROBLEMS if problem else _FINE)
-        rows.append({"item": template.format(t=rng.choice(_THINGS)), "answer": problem})
-    return rows
-
-
-def _team_rows(n: int, seed: int) -> list[dict]:
-    rng = random.Random(seed)
-    rows = []
-    for _ in range(n):
-        team = rng.choice(sorted(_TEAMS))
-        rows.append({"item": rng.choice(_TEAMS[team]).format(t=rng.choice(_THINGS)), "answer": team})
-    return rows
+from tests.calibration_rows import SUPPORT_QUESTION as QUESTION
+from tests.calibration_rows import TEAMS as _TEAMS
+from tests.calibration_rows import support_rows as _support_rows
+from tests.calibration_rows import team_rows as _team_rows
 
 
 @pytest.fixture(scope="module")
