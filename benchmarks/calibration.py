@@ -9,7 +9,10 @@ labelled rows with the library's own functions (:func:`choose_map`,
 :func:`recall_cutoff`, :func:`conformal_sets`, the ones ``decirank
 calibrate`` and the tools use) and measures on the other rows:
 
-- ECE (ten bins) of the calibrated probabilities, beside the model's own;
+- ECE (ten bins) of the calibrated probabilities, beside the model's own and
+  beside a floor: the ECE the same numbers would read if they were exactly
+  right (labels drawn from them), which is what ten bins over the held-out
+  rows measure even of a perfect map;
 - ``target_recall=0.9`` at confidence 0.9: in how many splits the held-out
   recall is at least 0.9 (the promise says at least 90 of 100), and the
   held-out precision it costs;
@@ -128,13 +131,17 @@ def cached(name: str, compute):
 
 
 def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int) -> dict:
-    eces, raw_eces, held, recalls, precisions, kept_all = [], [], 0, [], [], 0
+    eces, raw_eces, floors, held, recalls, precisions, kept_all = [], [], [], 0, [], [], 0
     for split in range(splits):
         order = np.random.default_rng(1000 + split).permutation(len(p))
         fit, rest = order[:FIT_ROWS], order[FIT_ROWS:]
         fitted, _, _ = choose_map(p[fit], y[fit], seed=split)
-        eces.append(reliability(fitted(p[rest]), y[rest]).ece)
+        calibrated = fitted(p[rest])
+        eces.append(reliability(calibrated, y[rest]).ece)
         raw_eces.append(reliability(p[rest], y[rest]).ece)
+        # What ECE would read if these calibrated numbers were exactly right: labels drawn from them.
+        drawn = (np.random.default_rng(3000 + split).random(len(rest)) < calibrated).astype(int)
+        floors.append(reliability(calibrated, drawn).ece)
         cut = recall_cutoff(p[fit], y[fit], TARGET, CONFIDENCE, batch_size=len(rest))
         kept = np.ones(len(rest), bool) if cut.threshold is None else p[rest] >= cut.threshold
         kept_all += cut.threshold is None
@@ -148,6 +155,7 @@ def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int) -> dict:
         "base_rate": float(y.mean()),
         "ece_model": statistics.mean(raw_eces),
         "ece": statistics.mean(eces),
+        "ece_floor": statistics.mean(floors),
         "recall_held": held / splits,
         "recall_median": statistics.median(recalls),
         "precision": float(np.nanmean(precisions)),
@@ -198,7 +206,8 @@ def main() -> None:
             figures = measure_yes_no(np.array(p), y, args.splits)
             report[model]["yes_no"][name] = figures
             print(
-                f"{model:8} {name:20} rows {figures['rows']:4}  ECE {figures['ece_model']:.3f} -> {figures['ece']:.3f}  "
+                f"{model:8} {name:20} rows {figures['rows']:4}  ECE {figures['ece_model']:.3f} -> {figures['ece']:.3f} "
+                f"(floor {figures['ece_floor']:.3f})  "
                 f"recall>=0.9 in {figures['recall_held']:.0%} (median {figures['recall_median']:.3f}, "
                 f"precision {figures['precision']:.3f}, base {figures['base_rate']:.2f})  "
                 f"{time.perf_counter() - started:.0f} s",
@@ -220,7 +229,8 @@ def main() -> None:
             )
         yes = report[model]["yes_no"].values()
         print(
-            f"{model}: worst ECE {max(f['ece'] for f in yes):.3f}, mean {statistics.mean(f['ece'] for f in yes):.3f}; "
+            f"{model}: worst ECE {max(f['ece'] for f in yes):.3f}, mean {statistics.mean(f['ece'] for f in yes):.3f} "
+            f"(floor {statistics.mean(f['ece_floor'] for f in yes):.3f}), {sum(f['ece'] <= 0.05 for f in yes)} sets <= 0.05; "
             f"recall promise held in >= 90% of splits on {sum(f['recall_held'] >= 0.9 for f in yes)}/{len(yes)} sets; "
             f"choice coverage worst {min(f['coverage'] for f in report[model]['choice'].values()):.3f}"
         )

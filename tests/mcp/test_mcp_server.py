@@ -73,7 +73,7 @@ def test_lists_every_tool_with_documented_schemas_and_read_only_hints():
     assert {"calibration", "promise"} <= set(tools["builtin__filter"].output_schema["properties"])
     assert set(tools["builtin__filter"].input_schema["required"]) == {"items", "question"}
     assert set(tools["builtin__classify"].input_schema["properties"]) == {
-        "texts", "question", "options", "none", "examples", "calibration", "coverage", "model"
+        "texts", "question", "options", "none", "examples", "calibration", "coverage", "confidence", "model"
     }
     assert {"prediction_set", "none_fits"} <= set(
         tools["builtin__classify"].output_schema["properties"]["decisions"]["items"]["properties"]

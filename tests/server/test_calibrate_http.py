@@ -12,7 +12,8 @@ from tests.calibration_rows import KIND_QUESTION, KINDS, PET_QUESTION, PET_STATE
 from tests.loopback import ThreadedServer
 
 #: The server's store is the test's: each test's DECIRANK_HOME is its own, and the server reads it per request.
-ITEMS = ["a cat at noon", "a lamp by the door", "a puppy on the sofa", "a kettle in the garden"]
+#: A batch big enough for a recall promise to afford a cut-off (a promise about a handful of items keeps them all).
+ITEMS = ["a cat at noon", "a lamp by the door", "a puppy on the sofa", "a kettle in the garden"] * 10
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,7 @@ def test_filter_with_a_calibration_and_a_target_recall_answers_its_promise(clien
     assert [d["kept"] for d in data["decisions"]] == [
         d["raw_probability"] >= promise["threshold"] for d in data["decisions"]
     ]
-    assert data["items"] == ["a cat at noon", "a puppy on the sofa"]
+    assert data["items"] == ["a cat at noon", "a puppy on the sofa"] * 10
     # The same call in Python answers the same: the endpoint holds no logic of its own.
     local = decirank.filter(ITEMS, PET_QUESTION, PET_STATE, model="lexical", calibration="pets", target_recall=0.8)
     assert promise == local.promise.to_dict() | {"target_precision": None}
@@ -181,13 +182,13 @@ BAD = [
         ["body", "target_recall"],
         "one target",
     ),
-    # lexical's probabilities of these rows lie within 0.42 to 0.44: no cut-off of the precision grid separates them.
+    # Every seventh row is labelled against its words: 40 rows cannot promise a precision of 0.95.
     (
         "unreachable-precision",
         "/v1/filter",
-        {**FILTER, "calibration": "pets", "target_precision": 0.6},
+        {**FILTER, "calibration": "pets", "target_precision": 0.95},
         ["body", "target_precision"],
-        "no cut-off of 'pets' (40 rows) reaches precision 0.6 at confidence 0.9",
+        "no cut-off of 'pets' (40 rows) reaches precision 0.95 at confidence 0.9",
     ),
     (
         "target-and-threshold",

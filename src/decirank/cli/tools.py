@@ -371,9 +371,12 @@ def classify(
         float | None,
         typer.Option(
             "--coverage",
-            help="Give each text a prediction set holding its right option at this rate on new texts (conformal); "
-            "needs --calibration.",
+            help="Give each text a prediction set holding its right option for at least this share of new texts "
+            "(conformal); needs --calibration.",
         ),
+    ] = None,
+    confidence: Annotated[
+        float | None, typer.Option("--confidence", help="How sure --coverage's promise is (default 0.9).")
     ] = None,
     model: ModelOption = "decider",
     base_url: BaseUrlOption = None,
@@ -395,6 +398,7 @@ def classify(
         timeout=timeout,
         calibration=calibration,
         coverage=coverage,
+        confidence=confidence,
     )
     data = result.to_dict()
     if as_json:
@@ -421,8 +425,8 @@ def classify(
         found = data["coverage"]
         mean = "—" if found["mean_set_size"] is None else f"{found['mean_set_size']:.2f}"
         console.print(
-            f"prediction sets hold the right option with probability >= {found['coverage']:g} on new texts "
-            f"({found['calibration_rows']} labelled rows; mean set size {mean})",
+            f"prediction sets hold the right option for at least {found['coverage']:g} of new texts, "
+            f"with confidence {found['confidence']:g} ({found['calibration_rows']} labelled rows; mean set size {mean})",
             highlight=False,
         )
     if data["calibration"] is not None:

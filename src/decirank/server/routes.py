@@ -288,6 +288,7 @@ async def classify(body: wire.ClassifyRequest, request: Request) -> dict[str, An
         examples=body.examples,
         calibration=body.calibration,
         coverage=body.coverage,
+        confidence=body.confidence,
         model=served_model(body.model, settings),
         timeout=_timeout(request, body.timeout, work=_count(body.texts, "texts")),
     )

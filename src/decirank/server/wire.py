@@ -252,6 +252,9 @@ class Promise(BaseModel):
     observed_recall: float = Field(description="The recall on the calibration's labelled rows at this cut-off.")
     observed_precision: float | None = Field(description="The precision on the labelled rows; null: none kept.")
     note: str | None = None
+    batch_positives: int | None = Field(
+        None, description="A recall promise: the fewest positives it assumed the batch holds (it holds for them too)."
+    )
 
 
 class TextNote(BaseModel):
@@ -309,8 +312,11 @@ class ClassifyRequest(Body):
         None,
         gt=0,
         lt=1,
-        description="Give each text a prediction set that holds its right option at this rate on new texts "
-        "(conformal, from the calibration's labelled rows). Needs calibration.",
+        description="Give each text a prediction set that holds its right option for at least this share of new "
+        "texts, with confidence (conformal, from the calibration's labelled rows). Needs calibration.",
+    )
+    confidence: float | None = Field(
+        None, gt=0, lt=1, description=f"How sure coverage's promise is; default {DEFAULT_CONFIDENCE:g}."
     )
     model: ModelName = None
     timeout: Timeout = None
@@ -333,6 +339,7 @@ class Coverage(BaseModel):
     """The conformal threshold ``coverage`` picked from the calibration's labelled rows."""
 
     coverage: float
+    confidence: float
     threshold: float = Field(description="An option is in a set when 1 - its model probability is at most this.")
     calibration_rows: int
     method: str

@@ -154,6 +154,7 @@ async def _run_classify(arguments: dict[str, Any], *, allow_exec: bool) -> dict[
         model=_model_argument(arguments),
         calibration=arguments.get("calibration"),
         coverage=arguments.get("coverage"),
+        confidence=arguments.get("confidence"),
     )
     return result.to_dict()
 
@@ -502,9 +503,10 @@ CLASSIFY = ToolSpec(
             "calibration": _CALIBRATION,
             "coverage": {
                 **_OPEN_UNIT,
-                "description": "Give each text a prediction set holding its right option at this rate on new texts "
-                "(conformal, from the calibration's labelled rows; needs calibration)",
+                "description": "Give each text a prediction set holding its right option for at least this share of "
+                "new texts, with confidence (conformal, from the calibration's labelled rows; needs calibration)",
             },
+            "confidence": {**_OPEN_UNIT, "description": "How sure coverage's promise is; default 0.9"},
             "model": _MODEL,
         },
         ["texts", "question", "options"],
@@ -542,6 +544,7 @@ CLASSIFY = ToolSpec(
                     _object(
                         {
                             "coverage": {"type": "number"},
+                            "confidence": {"type": "number"},
                             "threshold": {"type": "number"},
                             "calibration_rows": {"type": "integer"},
                             "method": {"type": "string"},
