@@ -9,7 +9,9 @@ The model reads "question [SEP] text", mean-pools and gives the logit of
 "yes" from one linear output (``CrossEncoder``). It is trained on:
 
 - the everyday yes/no questions (``everyday.py``), twice an epoch since they
-  are what users ask first, a fifth also asked the other way round;
+  are what users ask first, a fifth also asked the other way round, and a
+  negated one also as its plain form with the answer turned round (the form
+  the runtime asks the reader);
 - every option of the everyday choice rows as a yes/no question ("Which team
   should handle this? billing: bills and refunds"), yes only for the answer;
 - every level of the everyday score rows the same way ("How urgent is this
@@ -127,6 +129,11 @@ def training_pairs(corpus_rows, data, held_everyday, held_corpus, seed: int) -> 
         if row.domain in held_everyday:
             continue
         pairs += [(asked(row.question), row.text, row.label)] * EVERYDAY_REPEAT
+        plain, negated = strip_negation(row.question)
+        if negated:
+            # The runtime asks the reader a negated question's plain form and turns the answer round, so the
+            # reader learns that form: "Is the laptop working?" of a broken laptop is a no, though on topic.
+            pairs += [(asked(plain), row.text, 1 - row.label)] * EVERYDAY_REPEAT
         if row.kind != "negated" and rng.random() < EVERYDAY_NEGATED:
             pairs.append((asked(negate(row.question)), row.text, 1 - row.label))
     for row in choices:
