@@ -16,6 +16,7 @@ from typer.core import TyperCommand
 
 from ..errors import InvalidInputError
 from ._app import app
+from ._options import FalseOption, NoneOption, OptionsOption, StateOption, TrueOption
 from ._output import (
     check_base_url,
     console,
@@ -168,19 +169,11 @@ def batch(
     question: Annotated[
         str | None, typer.Option("--question", "-q", help="filter, classify, score: the question asked of each row.")
     ] = None,
-    state: Annotated[
-        str | None, typer.Option("--state", "-s", help="filter: the context as JSON (plain text is a string).")
-    ] = None,
-    options: Annotated[
-        str | None,
-        typer.Option(
-            "--options",
-            help="classify: the labels, as a JSON list, a JSON object of label to description, a JSON file, or a,b,c.",
-        ),
-    ] = None,
-    none: Annotated[str | None, typer.Option("--none", help="classify: text of a 'none of these' option.")] = None,
-    true: Annotated[str | None, typer.Option("--true", help="score: what a yes means.")] = None,
-    false: Annotated[str | None, typer.Option("--false", help="score: what a no means.")] = None,
+    state: StateOption = None,
+    options: OptionsOption = None,
+    none: NoneOption = None,
+    true: TrueOption = None,
+    false: FalseOption = None,
     examples: Annotated[
         str | None,
         typer.Option(

@@ -12,10 +12,9 @@ from ..stores.examples import check_set_name
 from ..tools.calibrate import CALIBRATED_TOOLS, MIN_EACH, MIN_ROWS
 from ..tools.calibrate import calibrate as calibrate_rows
 from ._app import app
+from ._options import FalseOption, NoneOption, OptionsOption, StateOption, TrueOption
 from ._output import (
-    check_base_url,
     console,
-    cost_text,
     error_console,
     json_or_text,
     new_table,
@@ -24,6 +23,7 @@ from ._output import (
     print_table,
     short_text,
 )
+from .tools import BaseUrlOption, ModelOption, usage_line
 
 __all__ = ["print_calibration"]
 
@@ -112,29 +112,18 @@ def calibrate(
     tool: Annotated[
         str, typer.Option("--tool", "-t", help=f"The tool to calibrate: {', '.join(CALIBRATED_TOOLS)}.")
     ] = "filter",
-    state: Annotated[
-        str | None, typer.Option("--state", "-s", help="filter: the context as JSON (plain text is a string).")
-    ] = None,
-    options: Annotated[
-        str | None,
-        typer.Option(
-            "--options",
-            help="classify: the labels, as a JSON list, a JSON object of label to description, a JSON file, or a,b,c.",
-        ),
-    ] = None,
-    none: Annotated[str | None, typer.Option("--none", help="classify: text of a 'none of these' option.")] = None,
-    true: Annotated[str | None, typer.Option("--true", help="score: what a yes means.")] = None,
-    false: Annotated[str | None, typer.Option("--false", help="score: what a no means.")] = None,
+    state: StateOption = None,
+    options: OptionsOption = None,
+    none: NoneOption = None,
+    true: TrueOption = None,
+    false: FalseOption = None,
     method: Annotated[
         str,
         typer.Option("--method", help=f"auto (by cross-validated log loss) or one of {', '.join(METHODS[1:])}."),
     ] = "auto",
     save: Annotated[bool, typer.Option("--save/--no-save", help="Store it under NAME, or only measure.")] = True,
-    model: Annotated[str, typer.Option("--model", "-m", help="A role (decider) or a provider:model name.")] = "decider",
-    base_url: Annotated[
-        str | None,
-        typer.Option("--base-url", callback=check_base_url, help="Base URL for an HTTP backend."),
-    ] = None,
+    model: ModelOption = "decider",
+    base_url: BaseUrlOption = None,
     timeout: Annotated[
         float | None, typer.Option("--timeout", help="Time budget in seconds for the model calls.")
     ] = None,
@@ -165,11 +154,7 @@ def calibrate(
         print_json(data)
         return
     print_calibration(data)
-    usage = data["usage"]
-    console.print(
-        f"{usage['calls']} call(s) · {usage['input_tokens']} input tokens · cost {cost_text(usage['cost'], usage['calls'])}",
-        style="dim",
-    )
+    console.print(usage_line(data), style="dim")
     if result.saved:
         error_console.print(f"stored calibration {name}; use it with --calibration {name}", highlight=False)
 

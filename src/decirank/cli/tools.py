@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
 
 from ..stores.runlog import current_runlog
-
 from ..tools.classify import classify as classify_texts
 from ..tools.filter import DEFAULT_MIN_CONFIDENCE
 from ..tools.filter import filter as filter_items
@@ -66,7 +65,7 @@ def tells_when_interrupted(tool: str) -> Callable[[Callable[..., None]], Callabl
     def decorate(command: Callable[..., None]) -> Callable[..., None]:
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> None:
-            since = datetime.now(timezone.utc)
+            since = datetime.now(UTC)
             try:
                 command(*args, **kwargs)
             except KeyboardInterrupt:
@@ -145,7 +144,7 @@ def _print_promise(promise: dict[str, Any]) -> None:
         console.print(f"note: {promise['note']}", style="yellow", highlight=False)
 
 
-def _usage_line(data: dict[str, Any]) -> str:
+def usage_line(data: dict[str, Any]) -> str:
     usage = data["usage"]
     cost = cost_text(usage["cost"], usage["calls"])
     return f"model {data['model']} · {usage['calls']} call(s) · {usage['input_tokens']} input tokens · cost {cost}"
@@ -196,7 +195,7 @@ def rank(
     if result.none is not None:
         verdict = "nothing fits" if result.no_fit else "an item fits"
         console.print(f"none: {result.none:.3f} ({verdict})")
-    console.print(_usage_line(data), style="dim")
+    console.print(usage_line(data), style="dim")
 
 
 @app.command()
@@ -255,7 +254,7 @@ def rerank(
     _print_notes(data, "document")
     if result.calibration is not None:
         console.print(f"relevance calibrated by {result.calibration}", highlight=False)
-    console.print(_usage_line(data), style="dim")
+    console.print(usage_line(data), style="dim")
 
 
 @app.command(name="filter")
@@ -349,7 +348,7 @@ def filter_command(
     if calibrated:
         by += f", calibrated by {data['calibration']}"
     console.print(f"kept {data['count']}, dropped {data['dropped_count']} ({by})", highlight=False)
-    console.print(_usage_line(data), style="dim")
+    console.print(usage_line(data), style="dim")
 
 
 @app.command()
@@ -431,7 +430,7 @@ def classify(
         )
     if data["calibration"] is not None:
         console.print(f"probabilities calibrated by {data['calibration']}", highlight=False)
-    console.print(_usage_line(data), style="dim")
+    console.print(usage_line(data), style="dim")
 
 
 @app.command()
@@ -487,4 +486,4 @@ def score(
     _print_notes(data, "text")
     if calibrated:
         console.print(f"probabilities calibrated by {data['calibration']}", highlight=False)
-    console.print(_usage_line(data), style="dim")
+    console.print(usage_line(data), style="dim")

@@ -1,12 +1,23 @@
-"""Whole-file writes for the stores kept as plain files (example sets, calibrations)."""
+"""The stores kept as plain files, one per name under a folder (example sets, calibrations).
+
+Writes are whole-file and atomic; names are checked by the caller before they touch the disk,
+and :data:`NAME` is the rule they follow.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["write_atomically"]
+from ..errors import StoreError
+
+__all__ = ["NAME", "known_names", "names_in", "remove_file", "write_atomically"]
+
+#: A stored thing's name: a letter or digit, then letters, digits, ``_``, ``.`` or ``-`` (at most 100).
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -26,3 +37,34 @@ def write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def names_in(root: Path, suffix: str, what: str) -> list[str]:
+    """The names of the files ``<name><suffix>`` in ``root``, sorted; ``what`` names them in errors."""
+    try:
+        entries = list(root.iterdir())
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        raise StoreError(f"cannot list {what} in {root}: {error.strerror or error}") from None
+    return sorted(
+        entry.name[: -len(suffix)]
+        for entry in entries
+        if entry.name.endswith(suffix) and NAME.fullmatch(entry.name[: -len(suffix)]) and entry.is_file()
+    )
+
+
+def remove_file(path: Path, what: str) -> bool:
+    """Remove ``path``; False when there was none. ``what`` ("example set 'x'") names it in errors."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        raise StoreError(f"cannot remove {what} at {path}: {error.strerror or error}") from None
+    return True
+
+
+def known_names(known: Sequence[str]) -> str:
+    """The first 20 of ``known``, and how many more, for an error about an unknown name."""
+    return ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")

@@ -21,7 +21,7 @@ from typing import Any
 from .._paths import data_dir
 from ..calibration._maps import ProbabilityMap, Reliability
 from ..errors import InvalidInputError, StoreError
-from ._files import write_atomically
+from ._files import known_names, names_in, remove_file, write_atomically
 from .examples import check_set_name
 
 __all__ = ["FORMAT", "Calibration", "CalibrationStore", "default_root"]
@@ -159,28 +159,17 @@ class CalibrationStore:
         found = self.get(name, field_name)
         if found is None:
             known = self.names()
-            listed = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
-            detail = f"no calibration {name!r}; known: {listed}" if known else f"no calibration {name!r}; none stored"
+            detail = (
+                f"no calibration {name!r}; known: {known_names(known)}"
+                if known
+                else f"no calibration {name!r}; none stored"
+            )
             raise InvalidInputError(field_name, "the name of a stored calibration (decirank calibrate)", detail=detail)
         return found
 
     def names(self) -> list[str]:
         """Every calibration's name, sorted."""
-        try:
-            entries = list(self.root.iterdir())
-        except FileNotFoundError:
-            return []
-        except OSError as error:
-            raise StoreError(f"cannot list calibrations in {self.root}: {error.strerror or error}") from None
-        names = []
-        for entry in entries:
-            stem = entry.name[: -len(_SUFFIX)]
-            if entry.name.endswith(_SUFFIX) and not entry.name.startswith(".") and entry.is_file():
-                try:
-                    names.append(check_set_name(stem))
-                except InvalidInputError:
-                    continue
-        return sorted(names)
+        return names_in(self.root, _SUFFIX, "calibrations")
 
     def list(self) -> list[dict[str, Any]]:
         """Every calibration's summary, by name."""
@@ -193,11 +182,4 @@ class CalibrationStore:
 
     def remove(self, name: str) -> bool:
         """Remove a calibration; False when there was none of that name."""
-        path = self._path(name)
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            return False
-        except OSError as error:
-            raise StoreError(f"cannot remove calibration {name!r} at {path}: {error.strerror or error}") from None
-        return True
+        return remove_file(self._path(name), f"calibration {name!r}")

@@ -20,7 +20,6 @@ through, a string is a set name looked up here.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,11 +30,10 @@ from .._jsonpath import JsonProblem, find_non_text, loads_json, to_text
 from .._paths import data_dir
 from ..errors import InvalidInputError, StoreError
 from ..types.questions import Example
-from ._files import write_atomically
+from ._files import NAME, known_names, names_in, remove_file, write_atomically
 
 __all__ = ["ExampleSetInfo", "ExampleStore", "check_examples", "check_set_name", "default_root", "resolve_examples"]
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 _SUFFIX = ".jsonl"
 
 
@@ -46,7 +44,7 @@ def default_root() -> Path:
 
 def check_set_name(value: Any, field: str = "name") -> str:
     """A set name: a letter or digit, then letters, digits, '_', '.' or '-', at most 100 characters."""
-    if not isinstance(value, str) or not _NAME.fullmatch(value):
+    if not isinstance(value, str) or not NAME.fullmatch(value):
         raise InvalidInputError(
             field,
             "an example set name: a letter or digit, then letters, digits, '_', '.' or '-' (at most 100)",
@@ -153,17 +151,7 @@ class ExampleStore:
 
     def names(self) -> list[str]:
         """Every set's name, sorted."""
-        try:
-            entries = list(self.root.iterdir())
-        except FileNotFoundError:
-            return []
-        except OSError as error:
-            raise StoreError(f"cannot list example sets in {self.root}: {error.strerror or error}") from None
-        return sorted(
-            entry.name[: -len(_SUFFIX)]
-            for entry in entries
-            if entry.name.endswith(_SUFFIX) and _NAME.fullmatch(entry.name[: -len(_SUFFIX)]) and entry.is_file()
-        )
+        return names_in(self.root, _SUFFIX, "example sets")
 
     def list(self) -> list[ExampleSetInfo]:
         """Every set with its size and when it was last written, by name."""
@@ -182,14 +170,7 @@ class ExampleStore:
 
     def remove(self, name: str) -> bool:
         """Remove a set; False when there was none of that name."""
-        path = self._path(name)
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            return False
-        except OSError as error:
-            raise StoreError(f"cannot remove example set {name!r} at {path}: {error.strerror or error}") from None
-        return True
+        return remove_file(self._path(name), f"example set {name!r}")
 
 
 def resolve_examples(value: Any, field: str = "examples", store: ExampleStore | None = None) -> Any:
@@ -205,7 +186,10 @@ def resolve_examples(value: Any, field: str = "examples", store: ExampleStore | 
     examples = store.get(name)
     if examples is None:
         known = store.names()
-        listed = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
-        detail = f"no example set {name!r}; known sets: {listed}" if known else f"no example set {name!r}; none stored"
+        detail = (
+            f"no example set {name!r}; known sets: {known_names(known)}"
+            if known
+            else f"no example set {name!r}; none stored"
+        )
         raise InvalidInputError(field, "a list of examples or the name of a stored example set", detail=detail)
     return examples

@@ -18,7 +18,15 @@ from ..errors import InvalidInputError
 from ..stores.calibrations import Calibration, CalibrationStore
 from ._checks import check_probability_threshold
 
-__all__ = ["DEFAULT_CONFIDENCE", "check_answered", "check_confidence", "check_model", "cutoff_for", "load_calibration"]
+__all__ = [
+    "DEFAULT_CONFIDENCE",
+    "calibrated",
+    "check_answered",
+    "check_confidence",
+    "check_model",
+    "cutoff_for",
+    "load_calibration",
+]
 
 #: The confidence a promise is made with unless the caller names one.
 DEFAULT_CONFIDENCE = 0.9
@@ -79,6 +87,13 @@ def check_answered(calibration: Calibration | None, call: ToolCall) -> None:
             f"answers from {calibration.model}, the model it was fitted for",
             detail=f"{call.answered_by} answered (a failover); {calibration.name!r} does not apply to its numbers",
         )
+
+
+def calibrated(calibration: Calibration | None, probabilities: list[float]) -> list[float]:
+    """``probabilities`` through the calibration's map (as they are without one)."""
+    if calibration is None or not probabilities:
+        return probabilities
+    return [float(p) for p in calibration.map(probabilities)]
 
 
 def check_confidence(confidence: Any) -> float:

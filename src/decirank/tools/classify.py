@@ -35,7 +35,7 @@ from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ..types.answers import Usage
 from ..types.questions import MAX_OPTIONS, MIN_OPTIONS, ChoiceQuestion, DecisionRequest, Example
-from ._calibrated import check_answered, check_confidence, check_model, load_calibration
+from ._calibrated import calibrated, check_answered, check_confidence, check_model, load_calibration
 from ._checks import (
     check_encodable,
     check_examples,
@@ -216,13 +216,10 @@ async def aclassify(
             raw = [float(answer.probabilities[key]) for key in keys]
             # The set is read off the model's own numbers, as the calibration's rows were.
             members = None if sets is None else [reported[keys[column]] for column in sets.members(raw)]
-            mapped = raw if map_used is None else [float(p) for p in map_used.map(raw)]
+            mapped = calibrated(map_used, raw)
             probabilities = {reported[key]: p for key, p in zip(keys, mapped, strict=True)}
-            choice = (
-                reported[answer.choice]
-                if map_used is None
-                else reported[keys[max(range(len(keys)), key=mapped.__getitem__)]]
-            )
+            # A temperature keeps each text's order of options, so the model's choice stays the top one.
+            choice = reported[answer.choice]
             none_fits = None if members is None else (not members or (none is not None and none in members))
             decisions.append(ClassifyDecision(index, choice, probabilities[choice], probabilities, members, none_fits))
         name = None if map_used is None else map_used.name

@@ -34,7 +34,7 @@ from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ..types.answers import Usage
 from ..types.questions import Example
-from ._calibrated import check_answered, check_model, cutoff_for, load_calibration
+from ._calibrated import calibrated, check_answered, check_model, cutoff_for, load_calibration
 from ._checks import (
     check_examples,
     check_instructions,
@@ -225,12 +225,12 @@ async def afilter(
             )
         check_answered(map_used, call)
         raw = asked.probabilities
-        calibrated = raw if map_used is None else [float(p) for p in map_used.map(raw)] if raw else []
+        mapped = calibrated(map_used, raw)
         decisions = [
             FilterDecision(
                 item, index, probability, _kept(probability, model_probability, threshold, promise), model_probability
             )
-            for index, (item, probability, model_probability) in enumerate(zip(items, calibrated, raw, strict=True))
+            for index, (item, probability, model_probability) in enumerate(zip(items, mapped, raw, strict=True))
         ]
         call.record_outputs(
             {

@@ -18,7 +18,7 @@ from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ..types.answers import Usage
-from ._calibrated import check_answered, check_model, load_calibration
+from ._calibrated import calibrated, check_answered, check_model, load_calibration
 from ._checks import check_instructions, check_items, check_no_blank, check_probability_threshold, check_top_k
 from ._likelihoods import Likelihoods, TextNote, ask_likelihoods, check_per_call, questions_per_call
 
@@ -185,9 +185,7 @@ async def arerank(
             asked = await ask_likelihoods(call, query, texts, per_call, on_answered=advance) if checked else None
         answered = asked or Likelihoods([], [])
         check_answered(map_used, call)
-        scores = answered.probabilities
-        if map_used is not None and scores:
-            scores = [float(p) for p in map_used.map(scores)]
+        scores = calibrated(map_used, answered.probabilities)
         results = order_results(checked, scores, top_k=top_k, min_relevance=min_relevance)
         notes = [note.to_dict() for note in answered.notes]
         name = None if map_used is None else map_used.name

@@ -40,7 +40,7 @@ from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..types.answers import Usage
 from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
-from ._calibrated import check_answered, check_model, load_calibration
+from ._calibrated import calibrated, check_answered, check_model, load_calibration
 from ._checks import (
     check_count,
     check_encodable,
@@ -162,9 +162,7 @@ async def ascore(
 
         notes = notes_of(responses, index_of)
         check_answered(map_used, call)
-        raw = probabilities
-        if map_used is not None and raw:
-            probabilities = [float(p) for p in map_used.map(raw)]
+        raw, probabilities = probabilities, calibrated(map_used, probabilities)
         name = None if map_used is None else map_used.name
         call.record_outputs(
             {"probabilities": probabilities, "notes": [note.to_dict() for note in notes], "calibration": name}
