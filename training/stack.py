@@ -13,8 +13,9 @@ head trained without the row's domain, as ``train.py`` judges it). Then:
 - **choice**: ``softmax(a * reader_k + b * cosine_k)`` over the options, and
   "none" as ``sigmoid(c * max_k reader_k + d)`` (one threshold for every
   domain);
-- **score** (measured, not shipped): the reader's logit of each level, tilted by the head's contrast of
-  the two ends, against the head's binomial that the runtime keeps.
+- **score** asked "how": ``softmax(a * reader_i + b * position_i * head)`` over the levels, the reader's
+  logit of each level tilted by the head's contrast of the two ends (the head's binomial, its answer
+  before, is measured beside it).
 
 Every figure is cross-fitted: a fold's rows are answered with the blend
 fitted on the other folds' rows, so no row is judged by a fit that saw its
@@ -99,7 +100,7 @@ def head_logits(rows: list[YesNoRow], store: VectorStore, heads: dict[str, Decis
 
 
 def everyday_strings(yes_no, choices, scores) -> list[str]:
-    out = []
+    out = list(train.BACKGROUND_TOPICS)  # what the head's features compare every text with
     for row in [*yes_no, *score_rows_as_yes_no(scores)]:
         reading = read_yes_no(row.question, getattr(row, "true", None), getattr(row, "false", None))
         out += [row.text, reading.topic, reading.question, *(s for pair in reading.contrasts for s in pair)]
@@ -524,9 +525,13 @@ def score_table(scores, folds: dict[int, dict], store: VectorStore, heads) -> No
                 hits[f"{name} exact"].append(int(np.argmax(q)) == answer)
                 hits[f"{name} within one"].append(abs(int(np.argmax(q)) - answer) <= 1)
                 hits[f"{name} log loss"].append(-np.log(q[answer] + 1e-12))
+                expected = int(np.rint(np.dot(np.arange(levels), q)))
+                hits[f"{name} expected level exact"].append(expected == answer)
     print("\nEveryday score, leave-one-domain-out (the most likely level)")
     for name, h in hits.items():
-        print(f"  {name:30} {np.mean(h):.3f} ({len(h)} rows)")
+        print(f"  {name:40} {np.mean(h):.3f} ({len(h)} rows)")
+    a, b = fit_score(list(rows.values()))
+    return {"reader": a, "head": b}
 
 
 # --- the tables -------------------------------------------------------------------------------------------
@@ -557,9 +562,10 @@ def main() -> None:
 
     blend = {"yes_no": table.fit(np.ones(len(table.y), bool)).to_dict()}
     blend["choice"] = choice_table(choices, folds, store)
-    score_table(scores, folds, store, heads)  # measured only: the runtime keeps the head's binomial
+    blend["score"] = score_table(scores, folds, store, heads)
     print(f"\nshipped yes/no blend: {json.dumps(blend['yes_no'])[:300]}")
     print(f"shipped choice blend: {json.dumps(blend['choice'])}")
+    print(f"shipped score blend: {json.dumps(blend['score'])}")
     if not args.no_write and not args.everyday_only:
         path = ASSETS / "blend.json"
         path.write_text(json.dumps(blend, indent=1) + "\n", encoding="utf-8")
