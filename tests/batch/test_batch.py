@@ -267,7 +267,7 @@ def test_resuming_with_other_options_or_input_is_refused(tmp_path, tickets):
     out = tmp_path / "out.jsonl"
     with pytest.raises(Stop):
         run_filter(tickets, out, batch_size=25, on_progress=interrupt_after(1))
-    with pytest.raises(InvalidInputError, match="differs in the question and options"):
+    with pytest.raises(InvalidInputError, match="differs in the question, options and calibration"):
         run_filter(tickets, out, question="Is this about a dog?")
     with pytest.raises(InvalidInputError, match="differs in the rows per batch"):
         run_filter(tickets, out, batch_size=30)

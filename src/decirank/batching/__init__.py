@@ -26,6 +26,15 @@ reason, in the errors file (``OUTPUT``'s name with ``.errors.jsonl``);
 when run again with the same output, and writes the same bytes as one that
 never stopped. ``engine="ray"`` runs the chunks on Ray Data (a local instance,
 or the cluster at ``address``). The batch is one run in the run log.
+
+``calibration`` names a map stored by ``decirank calibrate`` for the tool,
+question (options for classify) and model: filter's and score's rows then
+carry the calibrated ``probability`` and the model's ``raw_probability``,
+classify's and rerank's the calibrated numbers. filter's ``target_recall``
+or ``target_precision`` (with ``confidence``, default 0.9) picks the cut-off
+from the calibration's labelled rows once, for every row of the input (a
+recall promise depends on how many rows it is for), and ``kept`` follows it;
+the result's ``promise`` and the batch's run state the cut-off and the bound.
 """
 
 from __future__ import annotations
@@ -74,6 +83,10 @@ def batch(
     model: str = DEFAULT_ROLE,
     base_url: str | None = None,
     timeout: float | None = None,
+    calibration: str | None = None,
+    target_recall: float | None = None,
+    target_precision: float | None = None,
+    confidence: float | None = None,
     engine: str = "local",
     workers: int | None = None,
     address: str | None = None,
@@ -111,6 +124,10 @@ def batch(
         model=model,
         base_url=base_url,
         timeout=timeout,
+        calibration=calibration,
+        target_recall=target_recall,
+        target_precision=target_precision,
+        confidence=confidence,
     )
     return run_batch(
         job,

@@ -122,28 +122,52 @@ async def _ask(task: Task, items: list[Item]) -> tuple[list[dict[str, Any]], lis
     texts = [text for _, text, _ in items]
     common = {"model": task.model, "timeout": task.timeout, "base_url": task.base_url}
     examples = list(task.examples) or None
+    # The driver's calibration, loaded once (see job.py): each tool checks it and records its name and hash.
+    calibration = task.calibration
     if task.tool == "filter":
-        from ..tools.filter import afilter
+        from ..tools.filter import filter_checked
 
-        result = await afilter(
+        result = await filter_checked(
             texts,
             task.question,
             task.state,
-            min_confidence=task.min_confidence,
+            # With a target, the driver's one cut-off for the whole input decides, not a threshold.
+            threshold=None if task.cutoff is not None else task.min_confidence,
+            calibration=calibration,
+            promise=task.cutoff,
             examples=examples,
             **common,
         )
-        answers = [{"probability": d.probability, "kept": d.kept} for d in result.decisions]
+        answers = [
+            {"probability": d.probability, "kept": d.kept}
+            | ({"raw_probability": d.raw_probability} if calibration is not None else {})
+            for d in result.decisions
+        ]
         return answers, [(result.model, result.usage)]
     if task.tool == "score":
         from ..tools.score import ascore
 
-        result = await ascore(texts, task.question, true=task.true, false=task.false, examples=examples, **common)
-        return [{"probability": p} for p in result.probabilities], [(result.model, result.usage)]
+        result = await ascore(
+            texts,
+            task.question,
+            true=task.true,
+            false=task.false,
+            examples=examples,
+            calibration=calibration,
+            **common,
+        )
+        raw = result.raw_probabilities or result.probabilities
+        answers = [
+            {"probability": p} | ({"raw_probability": r} if calibration is not None else {})
+            for p, r in zip(result.probabilities, raw, strict=True)
+        ]
+        return answers, [(result.model, result.usage)]
     if task.tool == "classify":
         from ..tools.classify import aclassify
 
-        result = await aclassify(texts, task.question, task.options, examples=examples, **common)
+        result = await aclassify(
+            texts, task.question, task.options, examples=examples, calibration=calibration, **common
+        )
         return [{"choice": d.choice, "probability": d.probability} for d in result.decisions], [
             (result.model, result.usage)
         ]
@@ -156,7 +180,7 @@ async def _ask(task: Task, items: list[Item]) -> tuple[list[dict[str, Any]], lis
     answers: list[dict[str, Any]] = [{} for _ in items]
     calls = []
     for query, positions in groups.items():
-        result = await arerank(query, [texts[p] for p in positions], **common)
+        result = await arerank(query, [texts[p] for p in positions], calibration=calibration, **common)
         for entry in result.results:
             answers[positions[entry.id]] = {"relevance_score": entry.relevance_score, "query": query}
         calls.append((result.model, result.usage))

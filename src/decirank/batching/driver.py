@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..calibration._guarantees import Cutoff
 from ..decisions.decider import Decider
 from ..errors import InvalidInputError
+from ..tools._calibrated import check_first_model
 from ..tools._checks import check_count
 from ..types.answers import Usage
 from .chunks import BatchStopped, ChunkOutcome
@@ -74,6 +76,10 @@ class BatchResult:
     written: int | None = None
     #: Usage by the model(s) that answered.
     models: dict[str, Usage] = field(default_factory=dict)
+    #: The calibration the probabilities went through, by name, or None.
+    calibration: str | None = None
+    #: filter with a target: the one cut-off every row was kept by, and what it promises.
+    promise: Cutoff | None = None
 
     @property
     def rows_per_second(self) -> float:
@@ -99,6 +105,8 @@ class BatchResult:
             "chunk_rows": self.chunk_rows,
             "usage": self.usage.to_dict(),
             "models": {model: usage.to_dict() for model, usage in self.models.items()},
+            "calibration": self.calibration,
+            "promise": None if self.promise is None else self.promise.to_dict(),
         }
 
 
@@ -299,14 +307,20 @@ def run_batch(
     input_path, in_fmt, output_path, out_fmt, errors_path = _check_paths(input, output, errors)
     check_readable(input_path, in_fmt, "input")
     _check_columns(job, input_columns(input_path, in_fmt), input_path)
-    # An unknown model, a missing key or extra fails here, before any work and before the progress folder.
-    limits = Decider.resolve(job.task.model, base_url=job.task.base_url).limits
+    # An unknown model, a missing key or extra fails here, before any work and before the progress folder;
+    # so does a calibration fitted for another model (in a worker it would fail every row instead).
+    decider = Decider.resolve(job.task.model, base_url=job.task.base_url)
+    check_first_model(job.calibration, decider)
+    limits = decider.limits
     if engine == "ray":
         from .ray_engine import check_ray
 
         check_ray()
     default_rows = min(limits.max_questions or DEFAULT_CHUNK_ROWS, 256)
     total = count_rows(input_path, in_fmt)
+    # A target's cut-off is for every row of the input, so it is chosen here, once; the chunks share it.
+    job = job.for_rows(total)
+    promise = job.task.cutoff
     progress = Progress.open(
         output_path,
         identity=job.identity(),
@@ -326,6 +340,8 @@ def run_batch(
         "engine": engine,
         "job": job.summary(),
     }
+    if promise is not None:
+        inputs["promise"] = promise.to_dict()
     record = BatchRecord(progress.run_id, started=progress.started, model=job.task.model, inputs=inputs)
     environment = {name: value for name, value in os.environ.items() if name.startswith("DECIRANK_")}
     job = job.with_run(progress.run_id if record.enabled else None, environment)
@@ -345,6 +361,7 @@ def run_batch(
             "resumed": resumed,
             "models": {model: used.to_dict() for model, used in progress.usage.items()},
             "first_errors": list(progress.first_errors),
+            **({"promise": promise.to_dict()} if promise is not None else {}),
             **extra,
         }
 
@@ -411,6 +428,8 @@ def run_batch(
         chunk_rows=chunk_rows,
         usage=usage,
         models=dict(progress.usage),
+        calibration=None if job.calibration is None else job.calibration.name,
+        promise=promise,
     )
     record.close(
         outputs(

@@ -6,6 +6,14 @@ work). Its :class:`Task` is the part the workers need: picklable, small, the
 same for every worker process or Ray actor. :func:`row_item` turns one input
 row into what a worker asks about (its text, and for rerank its query), or a
 :class:`RowProblem` saying why the row cannot be asked.
+
+A ``calibration`` is loaded and checked here, once, and its map travels in the
+Task (without its labelled rows), as a stored example set's examples do:
+the workers never look it up by name. A Ray actor may run on a machine
+without the driver's calibration store, and a map stored again under the
+same name mid-batch would give the chunks after it other numbers. The
+labelled rows stay with the driver, which alone picks a target's cut-off
+(:meth:`Job.for_rows`), once for every row of the input.
 """
 
 from __future__ import annotations
@@ -18,16 +26,19 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .._jsonpath import MISSING, resolve_dot_path, to_text
+from ..calibration._guarantees import Cutoff
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import check_timeout
 from ..errors import InvalidInputError
+from ..stores.calibrations import Calibration
+from ..tools._calibrated import Target, check_target, cutoff_of, load_calibration
 from ..tools._checks import check_encodable, check_instructions, check_optional_text, check_probability_threshold
 from ..tools.classify import check_options, choice_examples
 from ..tools.filter import DEFAULT_MIN_CONFIDENCE
 from ..tools.score import likelihood_examples
 from ..types.questions import Example
 
-__all__ = ["ANSWER_COLUMNS", "TOOLS", "Job", "RowProblem", "Task", "row_item"]
+__all__ = ["ANSWER_COLUMNS", "CALIBRATED_COLUMNS", "TOOLS", "Job", "RowProblem", "Task", "row_item"]
 
 #: The columns each tool adds to every row, in order.
 ANSWER_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -37,10 +48,17 @@ ANSWER_COLUMNS: dict[str, tuple[str, ...]] = {
     "score": ("probability",),
 }
 TOOLS = tuple(ANSWER_COLUMNS)
+#: The columns of the tools that keep the model's own number beside the calibrated one, with a calibration.
+CALIBRATED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "filter": ("probability", "raw_probability", "kept"),
+    "score": ("probability", "raw_probability"),
+}
 
 #: What each tool takes besides the common options, for the errors that name a misplaced one.
 _TAKES: dict[str, frozenset[str]] = {
-    "filter": frozenset({"question", "state", "min_confidence", "examples"}),
+    "filter": frozenset(
+        {"question", "state", "min_confidence", "examples", "target_recall", "target_precision", "confidence"}
+    ),
     "classify": frozenset({"question", "options", "none", "examples"}),
     "rerank": frozenset({"query", "query_field"}),
     "score": frozenset({"question", "true", "false", "examples"}),
@@ -70,6 +88,10 @@ class Task:
     examples: tuple[Example, ...] = ()
     base_url: str | None = None
     timeout: float | None = None
+    #: The calibration's map and what it was fitted for, without its labelled rows (see the module's docstring).
+    calibration: Calibration | None = None
+    #: filter with a target: the one cut-off the driver chose for every row of the input.
+    cutoff: Cutoff | None = None
     #: The batch's run in the run log: every chunk's tool run is its child.
     parent_run: str | None = None
     #: Environment variables the workers must see (``DECIRANK_*``): Ray actors may run elsewhere.
@@ -86,18 +108,30 @@ class Job:
     #: rerank: one query for every row, or the column holding each row's query.
     query: str | None = None
     query_field: str | None = None
+    #: The calibration as stored, its labelled rows included: the driver picks a target's cut-off from them.
+    calibration: Calibration | None = None
+    #: filter: the recall or precision the cut-off must promise.
+    target: Target | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
+        if self.calibration is not None and self.tool in CALIBRATED_COLUMNS:
+            return CALIBRATED_COLUMNS[self.tool]
         return ANSWER_COLUMNS[self.tool]
 
     def identity(self) -> dict[str, Any]:
-        """Everything that decides the answers: a resumed batch must have the same."""
+        """Everything that decides the answers: a resumed batch must have the same.
+
+        A calibration counts by its data hash and its map: the same rows fitted again with
+        another method keep their hash, not their numbers. The cut-off follows from the
+        calibration, the target and the input's rows, which are the same or the batch is refused.
+        Neither appears when not given, so a batch without them keeps the identity it had before.
+        """
         task = asdict(self.task)
-        for transient in ("parent_run", "environment", "timeout"):
+        for transient in ("parent_run", "environment", "timeout", "calibration", "cutoff"):
             task.pop(transient)
         task["examples"] = [example.to_dict() for example in self.task.examples]
-        return {
+        identity = {
             "tool": self.tool,
             "task": task,
             "text": self.text,
@@ -105,6 +139,16 @@ class Job:
             "query": self.query,
             "query_field": self.query_field,
         }
+        if self.calibration is not None:
+            identity["calibration"] = {
+                "name": self.calibration.name,
+                "data_hash": self.calibration.data_hash,
+                "model": self.calibration.model,
+                "map": self.calibration.map.to_dict(),
+            }
+        if self.target is not None:
+            identity["target"] = self.target.to_dict()
+        return identity
 
     def digest(self) -> str:
         encoded = json.dumps(self.identity(), sort_keys=True, ensure_ascii=True, default=str)
@@ -116,7 +160,23 @@ class Job:
         for key in ("text", "describe", "query", "query_field"):
             if getattr(self, key) is not None:
                 summary[key] = getattr(self, key)
+        if self.calibration is not None:
+            # As the tools record the map they used: by name and the hash of its labelled rows.
+            summary["calibration"] = {"name": self.calibration.name, "data_hash": self.calibration.data_hash}
+        if self.target is not None:
+            summary.pop("min_confidence")  # the target's cut-off decides, not a threshold
+            summary.update(self.target.to_dict())
         return summary
+
+    def for_rows(self, rows: int) -> Job:
+        """The job with its target's cut-off chosen for ``rows`` rows: one cut-off that every chunk shares.
+
+        A recall promise depends on how many items it is for; a batch's are all of its input's rows.
+        """
+        if self.target is None:
+            return self
+        assert self.calibration is not None
+        return replace(self, task=replace(self.task, cutoff=cutoff_of(self.calibration, self.target, rows)))
 
     @classmethod
     def build(
@@ -138,6 +198,10 @@ class Job:
         model: Any = DEFAULT_ROLE,
         base_url: Any = None,
         timeout: Any = None,
+        calibration: Any = None,
+        target_recall: Any = None,
+        target_precision: Any = None,
+        confidence: Any = None,
     ) -> Job:
         if tool not in ANSWER_COLUMNS:
             raise InvalidInputError("tool", f"one of {', '.join(TOOLS)}", got=tool)
@@ -152,6 +216,9 @@ class Job:
             "min_confidence": min_confidence,
             "query": query,
             "query_field": query_field,
+            "target_recall": target_recall,
+            "target_precision": target_precision,
+            "confidence": confidence,
         }
         for name, value in given.items():
             if value is not None and name not in _TAKES[tool]:
@@ -179,17 +246,23 @@ class Job:
                 job_fields["query"] = check_instructions(query, "query")
             else:
                 job_fields["query_field"] = check_optional_text(query_field, "query_field")
-            return cls(tool, Task(**common), **job_fields)
+            # With query_field each row brings its own query: None asks for a calibration for any query.
+            found = load_calibration(calibration, tool, job_fields.get("query"))
+            return cls(tool, Task(**common, calibration=_without_rows(found)), **job_fields, calibration=found)
 
         question = check_instructions(question, "question")
+        target = None
         if tool == "filter":
             threshold = check_probability_threshold(min_confidence, "min_confidence")
+            found = load_calibration(calibration, tool, question)
+            target = check_target(found, target_recall, target_precision, confidence, threshold)
             task = Task(
                 **common,
                 question=question,
                 state={} if state is None else check_encodable(state, "state"),
                 min_confidence=DEFAULT_MIN_CONFIDENCE if threshold is None else threshold,
                 examples=_filter_examples(examples, text, describe),
+                calibration=_without_rows(found),
             )
         elif tool == "classify":
             if options is None:
@@ -197,19 +270,33 @@ class Job:
                     "options", "the labels to choose from: a list, or an object of label to description"
                 )
             checked = check_options(options, check_optional_text(none, "none"))
-            task = Task(**common, question=question, options=checked, examples=choice_examples(examples, checked))
+            found = load_calibration(calibration, tool, question, checked)
+            task = Task(
+                **common,
+                question=question,
+                options=checked,
+                examples=choice_examples(examples, checked),
+                calibration=_without_rows(found),
+            )
         else:
+            found = load_calibration(calibration, tool, question)
             task = Task(
                 **common,
                 question=question,
                 true=check_optional_text(true, "true"),
                 false=check_optional_text(false, "false"),
                 examples=likelihood_examples(examples),
+                calibration=_without_rows(found),
             )
-        return cls(tool, task, **job_fields)
+        return cls(tool, task, **job_fields, calibration=found, target=target)
 
     def with_run(self, parent_run: str | None, environment: Mapping[str, str]) -> Job:
         return replace(self, task=replace(self.task, parent_run=parent_run, environment=dict(environment)))
+
+
+def _without_rows(calibration: Calibration | None) -> Calibration | None:
+    """What a worker needs of a calibration: its map and what it was fitted for, not its labelled rows' scores."""
+    return None if calibration is None else replace(calibration, scores=[], labels=[])
 
 
 def _filter_examples(examples: Any, text: str | None, describe: str | None) -> tuple[Example, ...]:

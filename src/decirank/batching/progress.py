@@ -121,7 +121,7 @@ class Progress:
             changed = [
                 what
                 for what, same in (
-                    ("the question and options", manifest.get("job") == identity),
+                    ("the question, options and calibration", manifest.get("job") == identity),
                     (
                         "the input file",
                         {k: v for k, v in manifest.get("input", {}).items() if k != "path"}

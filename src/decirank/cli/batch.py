@@ -16,7 +16,18 @@ from typer.core import TyperCommand
 
 from ..errors import InvalidInputError
 from ._app import app
-from ._options import FalseOption, NoneOption, OptionsOption, StateOption, TrueOption
+from ._options import (
+    CalibrationOption,
+    ConfidenceOption,
+    FalseOption,
+    NoneOption,
+    OptionsOption,
+    StateOption,
+    TargetPrecisionOption,
+    TargetRecallOption,
+    TrueOption,
+    for_tool,
+)
 from ._output import (
     check_base_url,
     console,
@@ -38,8 +49,14 @@ _FLAGS = {"tool": "TOOL", "input": "INPUT", "output": "--out"} | {
     for name in (
         "question state options none true false examples min_confidence query query_field text describe"
         " model base_url timeout engine workers address batch_size errors kept_only"
+        " calibration target_recall target_precision confidence"
     ).split()
 }
+
+# filter's own options, their help naming it, so that ``decirank batch score --help`` leaves them out.
+FilterTargetRecallOption = for_tool("filter", TargetRecallOption)
+FilterTargetPrecisionOption = for_tool("filter", TargetPrecisionOption)
+FilterConfidenceOption = for_tool("filter", ConfidenceOption)
 
 
 class Tool(str, Enum):
@@ -189,6 +206,10 @@ def batch(
     query_field: Annotated[
         str | None, typer.Option("--query-field", help="rerank: the column holding each row's query.")
     ] = None,
+    calibration: CalibrationOption = None,
+    target_recall: FilterTargetRecallOption = None,
+    target_precision: FilterTargetPrecisionOption = None,
+    confidence: FilterConfidenceOption = None,
     text: Annotated[str | None, typer.Option("--text", help="The column each row shows (else the whole row).")] = None,
     describe: Annotated[
         str | None, typer.Option("--describe", "-d", help="A dot path into each row to show, e.g. meta.title.")
@@ -228,6 +249,7 @@ def batch(
     """Run a tool on every row of a file; killed, it resumes when run again with the same --out."""
     from ..batching import batch as run
     from .examples import examples_value
+    from .tools import print_promise
 
     seen: dict[str, Any] = {"progress": None}
     try:
@@ -242,6 +264,10 @@ def batch(
             "min_confidence": min_confidence,
             "query": query,
             "query_field": query_field,
+            "calibration": calibration,
+            "target_recall": target_recall,
+            "target_precision": target_precision,
+            "confidence": confidence,
             "text": text,
             "describe": describe,
             "model": model,
@@ -276,6 +302,10 @@ def batch(
         f"{resumed}",
         highlight=False,
     )
+    if data["promise"] is not None:
+        print_promise(data["promise"])
+    if result.calibration is not None:
+        console.print(f"probabilities calibrated by {result.calibration}", highlight=False)
     cost = cost_text(result.usage.cost, result.usage.calls)
     run_id = f" · run {result.run_id[:12]}" if result.run_id else ""
     console.print(

@@ -18,6 +18,7 @@ from ..tools.rerank import rerank as rerank_documents
 from ..tools.score import DEFAULT_MAX_CONCURRENCY as DEFAULT_SCORE_CONCURRENCY
 from ..tools.score import score as score_texts
 from ._app import app
+from ._options import CalibrationOption, ConfidenceOption, TargetPrecisionOption, TargetRecallOption
 from ._output import (
     check_base_url,
     console,
@@ -111,22 +112,11 @@ def _examples_option(answers: str) -> Any:
     )
 
 
-CalibrationOption = Annotated[
-    str | None,
-    typer.Option(
-        "--calibration",
-        metavar="NAME",
-        help="A calibration stored with decirank calibrate for this tool, question and model: probabilities "
-        "are then calibrated.",
-    ),
-]
-
-
 def _calibrated_column(data: dict[str, Any]) -> bool:
     return data.get("calibration") is not None
 
 
-def _print_promise(promise: dict[str, Any]) -> None:
+def print_promise(promise: dict[str, Any]) -> None:
     """What a target promised: the cut-off on the model's probability, and what the labelled rows showed at it."""
     target = "recall" if "target_recall" in promise else "precision"
     level = promise[f"target_{target}"]
@@ -284,24 +274,9 @@ def filter_command(
         ),
     ] = None,
     calibration: CalibrationOption = None,
-    target_recall: Annotated[
-        float | None,
-        typer.Option(
-            "--target-recall",
-            help="Keep at least this share of the yes items, with --confidence; needs --calibration, whose "
-            "labelled rows pick the cut-off.",
-        ),
-    ] = None,
-    target_precision: Annotated[
-        float | None,
-        typer.Option(
-            "--target-precision",
-            help="Keep items of which at least this share are yes, with --confidence; needs --calibration.",
-        ),
-    ] = None,
-    confidence: Annotated[
-        float | None, typer.Option("--confidence", help="How sure a target's promise is (default 0.9).")
-    ] = None,
+    target_recall: TargetRecallOption = None,
+    target_precision: TargetPrecisionOption = None,
+    confidence: ConfidenceOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Keep the items for which a yes/no question is likely true (the decide gate)."""
@@ -341,7 +316,7 @@ def filter_command(
     print_table(table)
     _print_notes(data, "item")
     if data["promise"] is not None:
-        _print_promise(data["promise"])
+        print_promise(data["promise"])
         by = "the promise's cut-off"
     else:
         by = f"min confidence {result.min_confidence:g}"

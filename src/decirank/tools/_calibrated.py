@@ -10,9 +10,11 @@ that answered after (a failover to another model answers on another scale).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..calibration._guarantees import Cutoff, precision_cutoff, recall_cutoff
+from ..decisions.decider import Decider
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
 from ..stores.calibrations import Calibration, CalibrationStore
@@ -20,11 +22,15 @@ from ._checks import check_probability_threshold
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
+    "Target",
     "calibrated",
     "check_answered",
     "check_confidence",
+    "check_first_model",
     "check_model",
+    "check_target",
     "cutoff_for",
+    "cutoff_of",
     "load_calibration",
 ]
 
@@ -41,15 +47,27 @@ def load_calibration(
     options: Mapping[str, str] | None = None,
     store: CalibrationStore | None = None,
 ) -> Calibration | None:
-    """The calibration called ``name`` (None for none), checked against what the tool is asked."""
+    """The calibration called ``name`` (None for none), checked against what the tool is asked.
+
+    ``name`` may be a :class:`Calibration` already loaded (``decirank batch`` hands its workers the
+    one the driver loaded); it is checked the same way. ``question`` None is a rerank whose rows
+    each bring their own query (a batch's ``query_field``): only a calibration for any query fits.
+    """
     if name is None:
         return None
-    calibration = (store or CalibrationStore()).require(name, FIELD)
+    calibration = name if isinstance(name, Calibration) else (store or CalibrationStore()).require(name, FIELD)
+    name = calibration.name
     if calibration.tool != tool:
         raise InvalidInputError(
             FIELD, f"a calibration fitted for {tool}", detail=f"{name!r} was fitted for {calibration.tool}"
         )
     # A rerank calibration fitted over many queries (question None) serves any query.
+    if calibration.question is not None and question is None:
+        raise InvalidInputError(
+            FIELD,
+            "a calibration fitted for any query (each labelled row with its own), as each row brings its own",
+            detail=f"{name!r} was fitted for the one query {calibration.question!r}",
+        )
     if calibration.question is not None and calibration.question != question:
         raise InvalidInputError(
             FIELD,
@@ -70,7 +88,14 @@ def check_model(calibration: Calibration | None, call: ToolCall) -> None:
     if calibration is None:
         return
     assert call.decider is not None
-    first = call.decider.model_names[0]
+    check_first_model(calibration, call.decider)
+
+
+def check_first_model(calibration: Calibration | None, decider: Decider) -> None:
+    """:func:`check_model` for a role resolved outside a tool call (a batch's driver, before its workers start)."""
+    if calibration is None:
+        return
+    first = decider.model_names[0]
     if first != calibration.model:
         raise InvalidInputError(
             FIELD,
@@ -105,16 +130,29 @@ def check_confidence(confidence: Any) -> float:
     return sure
 
 
-def cutoff_for(
+@dataclass(frozen=True)
+class Target:
+    """A checked ``target_recall`` or ``target_precision``: what a cut-off must promise, and how surely."""
+
+    #: ``target_recall`` or ``target_precision``.
+    field: str
+    level: float
+    confidence: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {self.field: self.level, "confidence": self.confidence}
+
+
+def check_target(
     calibration: Calibration | None,
     target_recall: Any,
     target_precision: Any,
     confidence: Any,
-    batch_size: int,
-) -> Cutoff | None:
-    """The promised cut-off on the model's probability, when a target is asked; checked arguments.
+    min_confidence: float | None = None,
+) -> Target | None:
+    """The target asked (None for none), its arguments checked; the cut-off waits for the batch size.
 
-    ``batch_size`` is how many items the cut-off is for: a recall promise holds for them too.
+    ``min_confidence`` is the caller's own cut-off, if it named one: a target picks it instead.
     """
     recall = check_probability_threshold(target_recall, "target_recall")
     precision = check_probability_threshold(target_precision, "target_precision")
@@ -132,16 +170,42 @@ def cutoff_for(
         raise InvalidInputError(
             FIELD, f"the name of a stored calibration, which {target_field} picks its cut-off from", got=None
         )
-    if recall is not None:
-        return recall_cutoff(calibration.scores, calibration.labels, recall, sure, batch_size)
-    found = precision_cutoff(calibration.scores, calibration.labels, level, sure)
+    if min_confidence is not None:
+        raise InvalidInputError("min_confidence", "no min_confidence with a target: the target picks the cut-off")
+    return Target(target_field, level, sure)
+
+
+def cutoff_of(calibration: Calibration, target: Target, batch_size: int) -> Cutoff:
+    """The cut-off on the model's probability that keeps ``target``'s promise for ``batch_size`` new items."""
+    if target.field == "target_recall":
+        return recall_cutoff(calibration.scores, calibration.labels, target.level, target.confidence, batch_size)
+    found = precision_cutoff(calibration.scores, calibration.labels, target.level, target.confidence)
     if found is None:
         raise InvalidInputError(
             "target_precision",
             "a precision the calibration's rows can promise",
             detail=(
-                f"no cut-off of {calibration.name!r} ({calibration.rows} rows) reaches precision {level:g} "
-                f"at confidence {sure:g}; label more rows or ask for less"
+                f"no cut-off of {calibration.name!r} ({calibration.rows} rows) reaches precision {target.level:g} "
+                f"at confidence {target.confidence:g}; label more rows or ask for less"
             ),
         )
     return found
+
+
+def cutoff_for(
+    calibration: Calibration | None,
+    target_recall: Any,
+    target_precision: Any,
+    confidence: Any,
+    batch_size: int,
+    min_confidence: float | None = None,
+) -> Cutoff | None:
+    """The promised cut-off on the model's probability, when a target is asked; checked arguments.
+
+    ``batch_size`` is how many items the cut-off is for: a recall promise holds for them too.
+    """
+    target = check_target(calibration, target_recall, target_precision, confidence, min_confidence)
+    if target is None:
+        return None
+    assert calibration is not None
+    return cutoff_of(calibration, target, batch_size)

@@ -33,6 +33,7 @@ from ..calibration._guarantees import ConformalSets, conformal_sets
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
+from ..stores.calibrations import Calibration
 from ..types.answers import Usage
 from ..types.questions import MAX_OPTIONS, MIN_OPTIONS, ChoiceQuestion, DecisionRequest, Example
 from ._calibrated import calibrated, check_answered, check_confidence, check_model, load_calibration
@@ -174,7 +175,7 @@ async def aclassify(
     model: str = DEFAULT_ROLE,
     timeout: float | None = None,
     base_url: str | None = None,
-    calibration: str | None = None,
+    calibration: str | Calibration | None = None,
     coverage: float | None = None,
     confidence: float | None = None,
 ) -> ClassifyResult:
@@ -258,7 +259,7 @@ def classify(
     model: str = DEFAULT_ROLE,
     timeout: float | None = None,
     base_url: str | None = None,
-    calibration: str | None = None,
+    calibration: str | Calibration | None = None,
     coverage: float | None = None,
     confidence: float | None = None,
 ) -> ClassifyResult:

@@ -32,6 +32,7 @@ from ..calibration._guarantees import Cutoff
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
+from ..stores.calibrations import Calibration
 from ..types.answers import Usage
 from ..types.questions import Example
 from ._calibrated import calibrated, check_answered, check_model, cutoff_for, load_calibration
@@ -53,6 +54,7 @@ __all__ = [
     "FilterResult",
     "afilter",
     "filter",
+    "filter_checked",
     "item_examples",
     "item_question",
 ]
@@ -172,7 +174,7 @@ async def afilter(
     base_url: str | None = None,
     examples: Sequence[Any] | str | None = None,
     show_progress: bool = False,
-    calibration: str | None = None,
+    calibration: str | Calibration | None = None,
     target_recall: float | None = None,
     target_precision: float | None = None,
     confidence: float | None = None,
@@ -184,7 +186,8 @@ async def afilter(
     ``{"item": ..., "answer": bool}`` or ``{"state": <item text>, "answer": bool}``,
     or the name of a stored example set. ``min_confidence`` (default 0.5) is the cut-off on the
     (calibrated) probability, unless ``target_recall`` or ``target_precision`` (0 to 1, with a
-    ``calibration``) picks it with ``confidence`` (default 0.9). ``show_progress`` draws a bar on stderr, when it is
+    ``calibration``: a stored one's name, or a :class:`~decirank.stores.calibrations.Calibration`)
+    picks it with ``confidence`` (default 0.9). ``show_progress`` draws a bar on stderr, when it is
     a terminal, as the model calls finish.
     """
     items = check_items(items)
@@ -192,9 +195,47 @@ async def afilter(
     state = check_state(state)
     threshold = check_probability_threshold(min_confidence, "min_confidence")
     map_used = load_calibration(calibration, "filter", question)
-    promise = cutoff_for(map_used, target_recall, target_precision, confidence, len(items))
-    if promise is not None and threshold is not None:
-        raise InvalidInputError("min_confidence", "no min_confidence with a target: the target picks the cut-off")
+    promise = cutoff_for(map_used, target_recall, target_precision, confidence, len(items), threshold)
+    return await filter_checked(
+        items,
+        question,
+        state,
+        threshold=threshold,
+        calibration=map_used,
+        promise=promise,
+        describe=describe,
+        model=model,
+        timeout=timeout,
+        max_items_per_call=max_items_per_call,
+        base_url=base_url,
+        examples=examples,
+        show_progress=show_progress,
+    )
+
+
+async def filter_checked(
+    items: list[Any],
+    question: str,
+    state: Any,
+    *,
+    threshold: float | None,
+    calibration: Calibration | None,
+    promise: Cutoff | None,
+    describe: str | None = None,
+    model: str = DEFAULT_ROLE,
+    timeout: float | None = None,
+    max_items_per_call: int | None = None,
+    base_url: str | None = None,
+    examples: Sequence[Any] | str | None = None,
+    show_progress: bool = False,
+) -> FilterResult:
+    """:func:`afilter` with its arguments checked, its calibration loaded and its cut-off (if any) chosen.
+
+    ``threshold`` is None with a ``promise``, whose cut-off decides. ``decirank batch`` asks each
+    chunk through here with the cut-off its driver chose once for every row of the input: one
+    chosen per chunk would promise for that chunk, not for the batch.
+    """
+    assert promise is None or threshold is None, "a promise's cut-off decides, not a threshold"
     if threshold is None:
         threshold = DEFAULT_MIN_CONFIDENCE
     texts = option_texts(items, check_optional_text(describe, "describe"))
@@ -203,8 +244,8 @@ async def afilter(
     examples = item_examples(examples, describe)
     requested_per_call = check_per_call(max_items_per_call, "max_items_per_call")
     inputs = {"items": items, "question": question, "state": state, "min_confidence": threshold, "describe": describe}
-    if map_used is not None:
-        inputs["calibration"] = {"name": map_used.name, "data_hash": map_used.data_hash}
+    if calibration is not None:
+        inputs["calibration"] = {"name": calibration.name, "data_hash": calibration.data_hash}
     if promise is not None:
         inputs["promise"] = promise.to_dict()
     if given_examples is not None:
@@ -214,7 +255,7 @@ async def afilter(
     async with ToolCall(
         "filter", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
     ) as call:
-        check_model(map_used, call)
+        check_model(calibration, call)
         per_call = questions_per_call(call, requested_per_call)
         questions = [item_question(question, text) for text in texts]
         with progress_bar("filter", len(questions), enabled=show_progress and bool(items)) as advance:
@@ -223,25 +264,25 @@ async def afilter(
                 if items
                 else Likelihoods([], [])
             )
-        check_answered(map_used, call)
+        check_answered(calibration, call)
         raw = asked.probabilities
-        mapped = calibrated(map_used, raw)
+        mapped = calibrated(calibration, raw)
         decisions = [
             FilterDecision(
                 item, index, probability, _kept(probability, model_probability, threshold, promise), model_probability
             )
             for index, (item, probability, model_probability) in enumerate(zip(items, mapped, raw, strict=True))
         ]
+        name = None if calibration is None else calibration.name
         call.record_outputs(
             {
                 "kept": sum(d.kept for d in decisions),
                 "decisions": [d.to_dict() for d in decisions],
                 "notes": [note.to_dict() for note in asked.notes],
-                "calibration": None if map_used is None else map_used.name,
+                "calibration": name,
                 "promise": None if promise is None else promise.to_dict(),
             }
         )
-        name = None if map_used is None else map_used.name
         return FilterResult(decisions, threshold, call.answered_by, call.usage, call.run_id, asked.notes, name, promise)
 
 
@@ -266,7 +307,7 @@ def filter(  # shadows the builtin on purpose: it is the tool's name, and the bu
     base_url: str | None = None,
     examples: Sequence[Any] | str | None = None,
     show_progress: bool = False,
-    calibration: str | None = None,
+    calibration: str | Calibration | None = None,
     target_recall: float | None = None,
     target_precision: float | None = None,
     confidence: float | None = None,

@@ -17,6 +17,7 @@ from .._sync import run_sync, sync_twin
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
+from ..stores.calibrations import Calibration
 from ..types.answers import Usage
 from ._calibrated import calibrated, check_answered, check_model, load_calibration
 from ._checks import check_instructions, check_items, check_no_blank, check_probability_threshold, check_top_k
@@ -145,7 +146,7 @@ async def arerank(
     max_documents_per_call: int | None = None,
     base_url: str | None = None,
     show_progress: bool = False,
-    calibration: str | None = None,
+    calibration: str | Calibration | None = None,
 ) -> RerankResult:
     """Score each document's relevance to ``query`` and sort by it.
 
@@ -205,7 +206,7 @@ def rerank(
     max_documents_per_call: int | None = None,
     base_url: str | None = None,
     show_progress: bool = False,
-    calibration: str | None = None,
+    calibration: str | Calibration | None = None,
 ) -> RerankResult:
     """Sync twin of :func:`arerank`, which takes the same arguments; use that one in async code."""
     return run_sync(

@@ -38,6 +38,7 @@ from .._sync import run_sync, sync_twin
 from ..backends.base import Backend
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
+from ..stores.calibrations import Calibration
 from ..types.answers import Usage
 from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
 from ._calibrated import calibrated, check_answered, check_model, load_calibration
@@ -107,7 +108,7 @@ async def ascore(
     timeout: float | None = None,
     base_url: str | None = None,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-    calibration: str | None = None,
+    calibration: str | Calibration | None = None,
 ) -> ScoreResult:
     """The probability that ``question`` is true of each text (strings; anything else as canonical JSON).
 
@@ -207,7 +208,7 @@ def score(
     timeout: float | None = None,
     base_url: str | None = None,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-    calibration: str | None = None,
+    calibration: str | Calibration | None = None,
 ) -> ScoreResult:
     """Sync twin of :func:`ascore`, which takes the same arguments; use that one in async code."""
     return run_sync(
