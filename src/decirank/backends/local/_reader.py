@@ -9,8 +9,8 @@ each phrased here so that training and answering phrase them alike:
 
 - a yes/no question, with its ``true``/``false`` descriptions after it (:func:`asked`);
 - one option of a choice, "Which team should handle this? billing: payments and refunds" (:func:`option_asked`);
-- one level of a graded score question, "How urgent is this message? high" (:func:`level_asked`): trained
-  and measured, not used to answer yet (its levels come out nearly flat on new domains; training/README.md).
+- one level of a graded score question asked "how", "How urgent is this message? high" (:func:`level_asked`):
+  each level is read, and :meth:`Blend.levels` makes one distribution of them.
 """
 
 from __future__ import annotations
@@ -118,6 +118,9 @@ class Blend:
       question's plain form; a negated question gets its plain form's answer turned round, as the head does.
     - choice: ``softmax(choice_reader * r_k + choice_cosine * sharpness * cos_k)`` over the options read,
       and "none of these" ``sigmoid(none_best * max_k r_k + none_cosine * sharpness * max_k cos_k + none_offset)``.
+    - score asked "how": ``softmax(levels_reader * r_i)`` over the levels, ``r_i`` the reader's logit of level
+      i. (The head's contrast of the two ends is left out: it reads a complaint as the bottom of every
+      scale, which is right for satisfaction and wrong for urgency; training/README.md.)
     """
 
     kind_weights: np.ndarray
@@ -131,6 +134,7 @@ class Blend:
     none_best: float
     none_cosine: float
     none_offset: float
+    levels_reader: float
 
     @classmethod
     def load(cls, path) -> Blend:
@@ -148,6 +152,7 @@ class Blend:
             none_best=float(choice["none_best"]),
             none_cosine=float(choice["none_cosine"]),
             none_offset=float(choice["none_offset"]),
+            levels_reader=float(fitted["score"]["reader"]),
         )
 
     def kinds(self, question_vector: np.ndarray) -> np.ndarray:
@@ -160,3 +165,9 @@ class Blend:
         """The blended logit of "yes" to a plain question for each text, from the head's and the reader's."""
         pi = self.kinds(question_vector)
         return head * (pi @ self.head) + reader * (pi @ self.reader) + pi @ self.offset
+
+    def levels(self, reader: np.ndarray) -> np.ndarray:
+        """A score question's distribution over its levels, from the reader's logit of each."""
+        z = self.levels_reader * reader
+        e = np.exp(z - z.max())
+        return e / e.sum()
