@@ -16,7 +16,7 @@ import statistics
 import time
 
 from decirank.backends import create_backend
-from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion
+from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
 
 INTENTS = [f"intent number {i} about banking topic {i}" for i in range(77)]
 LABELS = ChoiceQuestion("What does the customer want?", {str(i): text for i, text in enumerate(INTENTS)})
@@ -26,6 +26,8 @@ SHAPES = {
     "true/false descriptions": lambda i: LikelihoodQuestion("Is it positive?", true="a good film", false="a bad film"),
     "choice among 77 labels": lambda i: LABELS,
     "filter item": lambda i: LikelihoodQuestion(f"Is this about pets?\nItem: a dog with {i} fleas on the sofa"),
+    # Asked "how", each level is read with the state: three reads of the reader.
+    "score, 3 levels": lambda i: ScoreQuestion("How urgent is this message?", ("low", "medium", "high")),
 }
 
 
