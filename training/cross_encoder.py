@@ -135,7 +135,7 @@ def held_domains(fold: int | None, corpus_rows, everyday_rows) -> tuple[set[str]
 
 
 def training_pairs(corpus_rows, data, held_everyday, held_corpus, seed: int) -> list[tuple[str, str, int]]:
-    yes_no, choices, scores = data
+    yes_no = data[0]  # the choice and score rows are trained as groups (training_groups)
     rng = random.Random(seed)
     pairs: list[tuple[str, str, int]] = []
     for row in yes_no:
