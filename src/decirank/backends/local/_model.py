@@ -27,8 +27,8 @@ compared with what and how the similarity becomes a probability:
   reader (``_reader``, a cross-encoder) reads the plain question with the text,
   and a blend by kind of question combines the two (``_reader.Blend``); a
   negated question gets its plain form's answer turned round. A score question
-  asked "how" has its top and bottom levels as the head's two sides; one worded
-  yes/no spreads that question's likelihood over its levels.
+  asked "how" is read by the reader level by level (below); one worded yes/no
+  spreads that question's likelihood over its levels.
 - **labels** (a choice whose options are short): the state against each label,
   MiniLM alone (SPLADE's term matches hurt short texts), ``softmax``; the best
   READ_OPTIONS of them are then read by the reader, and "none of these" is
@@ -447,7 +447,7 @@ class _Plan:
     reading: YesNoReading | None = None
     #: what the reader is asked of each subject: the plain yes/no question (none: the head answers alone)
     read: list[str] = field(default_factory=list)
-    #: a score question asked "how": each of its levels as the reader reads it
+    #: a score question asked "how": each of its levels as the reader reads it (then nothing else is read)
     levels: list[str] = field(default_factory=list)
 
 
@@ -492,10 +492,9 @@ class LocalModel:
         if state_text and instructions and refers_to_state(asked):
             return _Plan(PASSAGE, [state_text], [text], example_texts=examples)
         if isinstance(question, ScoreQuestion) and not asks_yes_or_no(asked):
-            # "How urgent is this ticket?": the reader reads each level ("How urgent is this ticket? high").
-            reading = read_yes_no(asked, question.levels[-1], question.levels[0])
-            levels = [level_asked(asked, level) for level in question.levels]
-            return _Plan(YES_NO, _reading_texts(reading), [text], reading=reading, levels=levels)
+            # "How urgent is this ticket?": the reader reads each level ("How urgent is this ticket? high"), and
+            # nothing else answers it, so no vector of the question is needed.
+            return _Plan(YES_NO, [], [text], levels=[level_asked(asked, level) for level in question.levels])
         if isinstance(question, ScoreQuestion):
             # The levels of a yes/no question are degrees of its yes ("not at all" … "fully"), which say nothing
             # of the text on their own: its likelihood, spread over them.
@@ -654,7 +653,7 @@ class LocalModel:
     def _answer(self, question: Question, plan: _Plan, vectors: _Vectors) -> Answer:
         if isinstance(question, ChoiceQuestion):
             return ChoiceAnswer(self._choice(question, plan, vectors))
-        if plan.levels and vectors.read:
+        if plan.levels:
             # Each level read with the text, one softmax over them (Blend.levels).
             read = np.array([vectors.read[(level, plan.subjects[0])] for level in plan.levels])
             return ScoreAnswer(tuple(float(p) for p in _runtime.blend.levels(read)))
