@@ -16,7 +16,7 @@ import pytest
 
 import decirank
 from decirank import ArtifactStore, Verdict
-from decirank.tools._evaluators.exec import SUBREAPER, stop_running_commands
+from decirank.tools._evaluators.exec import SUBREAPER, _argv, stop_running_commands
 from decirank.tools.score_list import ascore_list
 from tests.loopback import free_port, subprocess_server
 
@@ -101,6 +101,30 @@ def test_descendants_die_when_the_process_running_the_command_is_killed(tmp_path
         runner.kill()
         runner.wait()
     assert survivors(started, 5.0) == []
+
+
+def test_stop_signals_that_come_together_still_end_all_the_command_started(tmp_path):
+    """Two stop signals at once (as a killed parent's death signal comes once per exiting thread): all still end.
+
+    The second one's handler runs when the first has been answered; it must not cut short the ending.
+    """
+    pids = tmp_path / "pids"
+    errors = tmp_path / "stderr"
+    command = ESCAPES.format(pids=pids) + f"echo $$ >> {pids}; sleep 300"
+    with errors.open("wb") as stderr:
+        reaper = subprocess.Popen(
+            _argv(command), stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
+        )
+    try:
+        started = read_pids(pids, 3)
+        # Two different signals both stay pending, so both handlers run, one after the other.
+        os.kill(reaper.pid, signal.SIGHUP)
+        os.kill(reaper.pid, signal.SIGTERM)
+        assert reaper.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        reaper.kill()
+    assert errors.read_text() == ""
+    assert survivors(started, 1.0) == []
 
 
 def test_stopping_running_commands_ends_them_at_once_as_unknown(store, tmp_path):

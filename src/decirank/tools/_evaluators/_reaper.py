@@ -37,8 +37,18 @@ class Stop(Exception):
     """One of :data:`STOP_SIGNALS` arrived."""
 
 
+_stopping = False
+
+
 def _stop(signum: int, frame: object) -> None:
-    raise Stop
+    # Raised once only. Stop signals come several at a time: a killed parent's death signal
+    # comes once for each of its threads as they exit, and a stop may follow a SIGTERM. The
+    # next handler runs as soon as the first Stop is caught (signal.signal runs pending ones),
+    # outside the try, and would end this script before it had ended what the command started.
+    global _stopping
+    if not _stopping:
+        _stopping = True
+        raise Stop
 
 
 def _parents() -> dict[int, list[int]]:
@@ -88,17 +98,17 @@ def end_all() -> None:
 
 def main() -> int:
     parent, command = int(sys.argv[1]), sys.argv[2]
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, _stop)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        sys.stderr.write(f"exec: cannot become a child subreaper: {os.strerror(ctypes.get_errno())}\n")
-        return 126
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    if os.getppid() != parent:  # the parent died before the death signal was asked for
-        return 128 + signal.SIGTERM
     status = None
     try:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, _stop)
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            sys.stderr.write(f"exec: cannot become a child subreaper: {os.strerror(ctypes.get_errno())}\n")
+            return 126
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the death signal was asked for
+            return 128 + signal.SIGTERM
         shell = os.posix_spawn("/bin/sh", ["/bin/sh", "-c", command], os.environ)
         _, status = os.waitpid(shell, 0)
     except Stop:
