@@ -250,7 +250,7 @@ def test_the_command_states_the_promise_and_writes_calibrated_rows(tmp_path, mes
     [
         (("--calibration", "nosuch"), ("--calibration", "no calibration 'nosuch'")),
         (("--calibration", "lex", "--model", "local"), ("--calibration", "lexical:bm25")),
-        (("--target-recall", "0.9"), ("--calibration", "target_recall")),
+        (("--target-recall", "0.9"), ("--calibration", "which --target-recall picks")),
         (("--calibration", "lex", "--target-recall", "1.5"), ("--target-recall",)),
         (("--calibration", "lex", "--target-recall", "0.9", "--target-precision", "0.9"), ("--target-recall", "both")),
         (("--calibration", "lex", "--target-recall", "0.9", "--confidence", "1"), ("--confidence",)),

@@ -187,37 +187,37 @@ CALIBRATE = ["calibrate", "x", "{rows}", "-q", PET_QUESTION, "-m", "lexical"]
     [
         (
             [*FILTER, "--target-recall", "0.9"],
-            "error: calibration: expected the name of a stored calibration, which target_recall picks its cut-off from",
+            "error: --calibration: expected the name of a stored calibration, which --target-recall picks its cut-off from",
         ),
         (
             [*FILTER, "--calibration", "nope"],
             (
-                "error: calibration: expected the name of a stored calibration (decirank calibrate) "
+                "error: --calibration: expected the name of a stored calibration (decirank calibrate) "
                 "(no calibration 'nope'; known: pets)"
             ),
         ),
         (
             [*FILTER, "--calibration", "pets", "--target-recall", "1.5"],
-            "error: target_recall: expected a number from 0 to 1, got float 1.5",
+            "error: --target-recall: expected a number from 0 to 1, got float 1.5",
         ),
         (
             [*FILTER, "--calibration", "pets", "--target-recall", "0.9", "--target-precision", "0.9"],
-            "error: target_recall: expected one target",
+            "error: --target-recall: expected one target: --target-recall or --target-precision, not both",
         ),
         (
             [*FILTER, "--calibration", "pets", "--target-recall", "0.9", "--min-confidence", "0.5"],
-            "error: min_confidence: expected no min_confidence with a target",
+            "error: --min-confidence: expected no --min-confidence with a target",
         ),
         (
             [*FILTER[:-1], "local", "--calibration", "pets"],
             (
-                "error: calibration: expected a calibration fitted for the model local:default "
+                "error: --calibration: expected a calibration fitted for the model local:default "
                 "('pets' was fitted for lexical:bm25"
             ),
         ),
         (
             ["filter", "{items}", "-q", "Is this a vehicle?", "-m", "lexical", "--calibration", "pets"],
-            "error: calibration: expected a calibration fitted for this question",
+            "error: --calibration: expected a calibration fitted for this question",
         ),
         (
             [
@@ -232,11 +232,11 @@ CALIBRATE = ["calibrate", "x", "{rows}", "-q", PET_QUESTION, "-m", "lexical"]
                 "--coverage",
                 "0.9",
             ],
-            "error: calibration: expected the name of a stored calibration, which coverage needs",
+            "error: --calibration: expected the name of a stored calibration, which coverage needs",
         ),
         (
             ["score", "{items}", "-q", PET_QUESTION, "-m", "lexical", "--calibration", "pets"],
-            "error: calibration: expected a calibration fitted for score ('pets' was fitted for filter)",
+            "error: --calibration: expected a calibration fitted for score ('pets' was fitted for filter)",
         ),
         (
             ["calibrate", "x", "{few}", "-q", PET_QUESTION, "-m", "lexical"],

@@ -101,7 +101,7 @@ def test_filter_names_a_missing_file_or_set(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('[{"item": "dog", "answer": "yes"}]', encoding="utf-8")
     wrong = decirank("filter", str(items), "-q", "Pet?", "-s", "", "--examples", str(bad), "--model", "lexical")
-    assert wrong.returncode == 2 and wrong.stderr.startswith("error: examples.0.answer: expected true or false")
+    assert wrong.returncode == 2 and wrong.stderr.startswith("error: --examples.0.answer: expected true or false")
 
 
 def test_filter_needs_no_state(tmp_path):
@@ -144,6 +144,6 @@ def test_an_example_of_other_keys_says_it_is_an_object_and_which_keys(tmp_path):
         ran = decirank(tool, "-", *question, "--examples", str(examples), "--model", "lexical", input='["a film"]')
         assert ran.returncode == 2
         assert ran.stderr == (
-            'error: examples.0: expected an object {"item" or "state", "answer"} '
+            'error: --examples.0: expected an object {"item" or "state", "answer"} '
             "(it is an object with the keys 'text', 'answer')\n"
         ), tool

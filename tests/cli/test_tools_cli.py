@@ -47,7 +47,7 @@ def test_rerank_and_filter_json(items_file):
     """rerank wants strings or objects with text, keeps each document's id; filter prints its JSON shape."""
     done = decirank("rerank", str(items_file), "--query", "flea", "--model", "lexical", "--json")
     assert done.returncode == 2  # objects need a "text" field
-    assert "documents.0" in done.stderr
+    assert "DOCUMENTS.0" in done.stderr
     docs = items_file.parent / "docs.json"
     docs.write_text(json.dumps(["fleas bite", "bread", {"id": "x", "text": "flea eggs hatch"}]))
     done = decirank("rerank", str(docs), "--query", "flea", "--model", "lexical", "--json")
@@ -65,9 +65,9 @@ def test_rerank_and_filter_json(items_file):
     [
         (["rank", "ITEMS", "-i", "", "-s", "{}", "--model", "lexical"], "instructions"),
         (["rank", "ITEMS", "-i", "Which?", "-s", "{}", "--model", "lexicon"], "did you mean 'lexical'"),
-        (["rank", "ITEMS", "-i", "Which?", "-s", "{}", "--model", "lexical", "--top-k", "0"], "top_k"),
+        (["rank", "ITEMS", "-i", "Which?", "-s", "{}", "--model", "lexical", "--top-k", "0"], "--top-k: expected an integer of at least 1"),
         (["rank", "ITEMS", "-i", "Which?", "-s", "{}", "--model", "lexical", "--describe", "nope"], "item 0"),
-        (["rank", "missing.json", "-i", "Which?", "-s", "{}", "--model", "lexical"], "items"),
+        (["rank", "missing.json", "-i", "Which?", "-s", "{}", "--model", "lexical"], "ITEMS: expected a JSON or JSON Lines file"),
     ],
 )
 def test_bad_input_is_one_line_on_stderr_and_exit_2(items_file, args, message):
@@ -115,12 +115,12 @@ def test_items_that_look_like_markup_are_printed_as_they_are():
 
 
 def test_an_items_file_that_is_not_utf8_is_one_line_naming_items(tmp_path):
-    """Bytes that are not UTF-8 are bad input for items, not a decoding traceback."""
+    """Bytes that are not UTF-8 are bad input for ITEMS, not a decoding traceback."""
     path = tmp_path / "items.json"
     path.write_bytes(b'\xff\xfe["a"]')
     done = decirank("rank", str(path), "-i", "Which?", "-s", "{}", "--model", "lexical")
     assert done.returncode == 2
-    assert done.stderr.strip() == "error: items: expected UTF-8 text (byte 0 is not UTF-8)"
+    assert done.stderr.strip() == "error: ITEMS: expected UTF-8 text (byte 0 is not UTF-8)"
 
 
 def test_rank_and_filter_need_no_state(items_file):

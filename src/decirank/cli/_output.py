@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import re
 import shlex
 import stat
 import sys
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,11 @@ from rich.text import Text
 
 from .._jsonpath import MISSING, JsonProblem, find_non_text, loads_json, resolve_dot_path
 from ..errors import InvalidInputError
+
+try:  # Typer ships its own copy of Click; the context of a running command is that copy's.
+    from typer._click.globals import get_current_context
+except ImportError:  # pragma: no cover
+    from click import get_current_context
 
 
 def _console(*, stderr: bool) -> Console:
@@ -329,3 +336,59 @@ def progress_bar(label: str, total: int, *, remaining: bool = False) -> Iterator
     ) as progress:
         task = progress.add_task(short_text(label, 40), total=total)
         yield lambda: progress.advance(task)
+
+
+def command_line_names(aliases: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The running command's parameters as its user types them: ``--min-confidence``, ``ITEMS``.
+
+    Keyed by the Python name, which is the field an :class:`~decirank.errors.InvalidInputError` names.
+    ``aliases`` adds fields that a command passes on under another name (``output`` for ``--out``).
+    """
+    names: dict[str, str] = {}
+    for param in get_current_context().command.params:
+        if param.name is None:
+            continue
+        if param.param_type_name == "argument":
+            names[param.name] = param.metavar or param.name.upper()
+        else:
+            names[param.name] = max(param.opts, key=len)
+    for field, name in (aliases or {}).items():
+        names[field] = names.get(name, name)
+    return names
+
+
+def as_command_line_error(error: InvalidInputError, names: Mapping[str, str]) -> InvalidInputError:
+    """The same error naming command-line options rather than Python arguments.
+
+    The field comes first (``min_confidence: expected…`` reads ``--min-confidence: expected…``);
+    other parameters the message mentions by their Python name (``target_recall``) are renamed too.
+    Names of one word (``question``) are renamed only as the field: elsewhere they read as words.
+    """
+    head = re.match(r"[^.\[]*", error.field).group()
+    field = names[head] + error.field[len(head) :] if head in names else error.field
+    compound = sorted((name for name in names if "_" in name), key=len, reverse=True)
+
+    def renamed(text: str) -> str:
+        if not compound:
+            return text
+        return re.sub(r"\b(" + "|".join(map(re.escape, compound)) + r")\b", lambda m: names[m.group(1)], text)
+
+    message = str(error)
+    if message.startswith(error.field):
+        message = field + message[len(error.field) :]
+    error_there = InvalidInputError(field, renamed(error.expected), detail=error.detail)
+    error_there.args = (field + renamed(message[len(field) :]) if message.startswith(field) else renamed(message),)
+    return error_there
+
+
+def names_options_in_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A command whose bad input is reported by the option's name (``--min-confidence``), not the Python argument's."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except InvalidInputError as error:
+            raise as_command_line_error(error, command_line_names()) from None
+
+    return run

@@ -29,7 +29,9 @@ from ._options import (
     for_tool,
 )
 from ._output import (
+    as_command_line_error,
     check_base_url,
+    command_line_names,
     console,
     cost_text,
     error_console,
@@ -43,15 +45,8 @@ __all__ = ["batch"]
 #: The exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
 EXIT_INTERRUPTED = 130
 
-# The Python names of the arguments as the command line spells them, for the errors that name one.
-_FLAGS = {"tool": "TOOL", "input": "INPUT", "output": "--out"} | {
-    name: "--" + name.replace("_", "-")
-    for name in (
-        "question state options none true false examples min_confidence query query_field text describe"
-        " model base_url timeout engine workers address batch_size errors kept_only"
-        " calibration target_recall target_precision confidence"
-    ).split()
-}
+# The fields that batch passes on to the library under another name than its own parameter's.
+_ALIASES = {"output": "out"}
 
 # filter's own options, their help naming it, so that ``decirank batch score --help`` leaves them out.
 FilterTargetRecallOption = for_tool("filter", TargetRecallOption)
@@ -69,19 +64,6 @@ class Tool(str, Enum):
 class Engine(str, Enum):
     local = "local"
     ray = "ray"
-
-
-def _cli_error(error: InvalidInputError) -> InvalidInputError:
-    """The same error naming the command-line option rather than the Python argument."""
-    head, dot, rest = error.field.partition(".")
-    flag = _FLAGS.get(head)
-    if flag is None:
-        return error
-    flag += dot + rest
-    renamed = InvalidInputError(flag, error.expected, detail=error.detail)
-    message = str(error)
-    renamed.args = (flag + message[len(error.field) :] if message.startswith(error.field) else message,)
-    return renamed
 
 
 def _interrupted(out: str, progress: Any) -> str:
@@ -285,7 +267,7 @@ def batch(
         with _progress_bar(tool.value, seen) as update:
             result = run(tool.value, input, out, on_progress=update, **arguments)
     except InvalidInputError as error:
-        raise _cli_error(error) from None
+        raise as_command_line_error(error, command_line_names(_ALIASES)) from None
     except KeyboardInterrupt:
         error_console.print(_interrupted(out, seen["progress"]), highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None

@@ -25,6 +25,7 @@ from ._output import (
     cost_text,
     error_console,
     json_or_text,
+    names_options_in_errors,
     new_table,
     options_value,
     print_json,
@@ -59,16 +60,20 @@ def interrupted_message(tool: str, since: datetime) -> str:
 def tells_when_interrupted(tool: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """A tool command that, on Ctrl-C, says what was interrupted and what the run log recorded, then exits 130.
 
+    Its bad input is reported by the option's name (``--min-confidence``), not the Python argument's.
+
     Typer turns a KeyboardInterrupt into a silent exit 130 before decirank's own handler sees it,
     so the command catches it itself.
     """
 
     def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        named = names_options_in_errors(command)
+
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> None:
             since = datetime.now(UTC)
             try:
-                command(*args, **kwargs)
+                named(*args, **kwargs)
             except KeyboardInterrupt:
                 error_console.print(interrupted_message(tool, since), highlight=False, soft_wrap=True)
                 raise typer.Exit(EXIT_INTERRUPTED) from None
