@@ -361,24 +361,21 @@ def as_command_line_error(error: InvalidInputError, names: Mapping[str, str]) ->
     """The same error naming command-line options rather than Python arguments.
 
     The field comes first (``min_confidence: expected…`` reads ``--min-confidence: expected…``);
-    other parameters the message mentions by their Python name (``target_recall``) are renamed too.
-    Names of one word (``question``) are renamed only as the field: elsewhere they read as words.
+    other parameters that what is expected names by their Python name (``target_recall``) are renamed
+    too. The rest (the detail, what was given) quotes the user's input and is left as it is.
     """
     head = re.match(r"[^.\[]*", error.field).group()
     field = names[head] + error.field[len(head) :] if head in names else error.field
     compound = sorted((name for name in names if "_" in name), key=len, reverse=True)
-
-    def renamed(text: str) -> str:
-        if not compound:
-            return text
-        return re.sub(r"\b(" + "|".join(map(re.escape, compound)) + r")\b", lambda m: names[m.group(1)], text)
-
-    message = str(error)
-    if message.startswith(error.field):
-        message = field + message[len(error.field) :]
-    error_there = InvalidInputError(field, renamed(error.expected), detail=error.detail)
-    error_there.args = (field + renamed(message[len(field) :]) if message.startswith(field) else renamed(message),)
-    return error_there
+    expected = error.expected
+    if compound:  # a name of one word ("question") reads as a plain word where it is not the field
+        pattern = r"\b(" + "|".join(map(re.escape, compound)) + r")\b"
+        expected = re.sub(pattern, lambda match: names[match.group(1)], expected)
+    renamed = InvalidInputError(field, expected, detail=error.detail)
+    message, start = str(error), f"{error.field}: expected {error.expected}"
+    if message.startswith(start):
+        renamed.args = (f"{field}: expected {expected}{message[len(start) :]}",)
+    return renamed
 
 
 def names_options_in_errors(command: Callable[..., Any]) -> Callable[..., Any]:
