@@ -425,7 +425,10 @@ def report_kinds(table: YesNoTable, p: dict[str, np.ndarray]) -> None:
         questions = {}
         for i, ok in zip(np.flatnonzero(mine), right, strict=True):
             questions[table.question[i]] = ok
-        print(f"{source:9} rows {right.mean():.3f}, questions {np.mean(list(questions.values())):.3f}: " + ", ".join(parts))
+        print(
+            f"{source:9} rows {right.mean():.3f}, questions {np.mean(list(questions.values())):.3f}: "
+            + ", ".join(parts)
+        )
 
 
 def report_corpus(table: YesNoTable, p: dict[str, np.ndarray]) -> None:

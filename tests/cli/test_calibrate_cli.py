@@ -187,7 +187,10 @@ CALIBRATE = ["calibrate", "x", "{rows}", "-q", PET_QUESTION, "-m", "lexical"]
     [
         (
             [*FILTER, "--target-recall", "0.9"],
-            "error: --calibration: expected the name of a stored calibration, which --target-recall picks its cut-off from",
+            (
+                "error: --calibration: expected the name of a stored calibration, "
+                "which --target-recall picks its cut-off from"
+            ),
         ),
         (
             [*FILTER, "--calibration", "nope"],

@@ -65,9 +65,15 @@ def test_rerank_and_filter_json(items_file):
     [
         (["rank", "ITEMS", "-i", "", "-s", "{}", "--model", "lexical"], "instructions"),
         (["rank", "ITEMS", "-i", "Which?", "-s", "{}", "--model", "lexicon"], "did you mean 'lexical'"),
-        (["rank", "ITEMS", "-i", "Which?", "-s", "{}", "--model", "lexical", "--top-k", "0"], "--top-k: expected an integer of at least 1"),
+        (
+            ["rank", "ITEMS", "-i", "Which?", "-s", "{}", "--model", "lexical", "--top-k", "0"],
+            "--top-k: expected an integer of at least 1",
+        ),
         (["rank", "ITEMS", "-i", "Which?", "-s", "{}", "--model", "lexical", "--describe", "nope"], "item 0"),
-        (["rank", "missing.json", "-i", "Which?", "-s", "{}", "--model", "lexical"], "ITEMS: expected a JSON or JSON Lines file"),
+        (
+            ["rank", "missing.json", "-i", "Which?", "-s", "{}", "--model", "lexical"],
+            "ITEMS: expected a JSON or JSON Lines file",
+        ),
         # what the user gave is quoted as given, though it reads like an option's Python name
         (["rank", "top_k.json", "-i", "Which?", "-s", "{}", "--model", "lexical"], "(no file 'top_k.json')"),
     ],

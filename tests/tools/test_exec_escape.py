@@ -112,9 +112,7 @@ def test_stop_signals_that_come_together_still_end_all_the_command_started(tmp_p
     errors = tmp_path / "stderr"
     command = ESCAPES.format(pids=pids) + f"echo $$ >> {pids}; sleep 300"
     with errors.open("wb") as stderr:
-        reaper = subprocess.Popen(
-            _argv(command), stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
-        )
+        reaper = subprocess.Popen(_argv(command), stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
     try:
         started = read_pids(pids, 3)
         # Two different signals both stay pending, so both handlers run, one after the other.
