@@ -133,7 +133,7 @@ def test_calibrate_from_a_jsonl_file_then_list_show_filter_and_remove(files):
     again = run_decirank("calibrations", "remove", "pets")
     assert again.returncode == 2
     assert again.stderr == (
-        "error: name: expected a stored calibration (no calibration 'pets'; none stored; decirank calibrate NAME "
+        "error: NAME: expected a stored calibration (no calibration 'pets'; none stored; decirank calibrate NAME "
         "ROWS stores one)\n"
     )
 
@@ -243,19 +243,19 @@ CALIBRATE = ["calibrate", "x", "{rows}", "-q", PET_QUESTION, "-m", "lexical"]
         ),
         (
             ["calibrate", "x", "{few}", "-q", PET_QUESTION, "-m", "lexical"],
-            "error: rows: expected at least 20 labelled",
+            "error: ROWS: expected at least 20 labelled",
         ),
-        (["calibrate", "x", "{bad}", "-q", PET_QUESTION, "-m", "lexical"], "error: rows.3.answer: expected true or"),
-        ([*CALIBRATE, "--tool", "rank"], "error: tool: expected one of filter, score, rerank, classify"),
-        ([*CALIBRATE, "--method", "temperature"], "error: method: expected auto or one of identity, platt, isotonic"),
-        ([*CALIBRATE, "--options", "a,b"], "error: options: expected no options for filter"),
-        (["calibrate", "x", "{rows}", "-m", "lexical"], "error: question: expected"),
-        (["calibrate", "../x", "{rows}", "-q", PET_QUESTION, "-m", "lexical"], "error: name: expected"),
+        (["calibrate", "x", "{bad}", "-q", PET_QUESTION, "-m", "lexical"], "error: ROWS.3.answer: expected true or"),
+        ([*CALIBRATE, "--tool", "rank"], "error: --tool: expected one of filter, score, rerank, classify"),
+        ([*CALIBRATE, "--method", "temperature"], "error: --method: expected auto or one of identity, platt, isotonic"),
+        ([*CALIBRATE, "--options", "a,b"], "error: --options: expected no options for filter"),
+        (["calibrate", "x", "{rows}", "-m", "lexical"], "error: --question: expected"),
+        (["calibrate", "../x", "{rows}", "-q", PET_QUESTION, "-m", "lexical"], "error: NAME: expected"),
         (
             ["calibrate", "x", "missing.jsonl", "-q", PET_QUESTION],
-            "error: rows: expected a JSON or JSON Lines file of examples, or a stored example set's name",
+            "error: ROWS: expected a JSON or JSON Lines file of examples, or a stored example set's name",
         ),
-        (["calibrations", "show", "nope"], "error: name: expected a stored calibration (no calibration 'nope'; known"),
+        (["calibrations", "show", "nope"], "error: NAME: expected a stored calibration (no calibration 'nope'; known"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_field_and_exit_2(files, capsys, args, start):

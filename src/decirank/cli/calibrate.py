@@ -17,6 +17,7 @@ from ._output import (
     console,
     error_console,
     json_or_text,
+    names_options_in_errors,
     new_table,
     options_value,
     print_json,
@@ -93,6 +94,7 @@ CALIBRATE_HELP = (
 
 
 @app.command(help=CALIBRATE_HELP)
+@names_options_in_errors
 def calibrate(
     name: NameArgument,
     rows: Annotated[
@@ -183,6 +185,7 @@ def list_calibrations(as_json: JsonOption = False) -> None:
 
 
 @calibrations_app.command("show")
+@names_options_in_errors
 def show(name: NameArgument, as_json: JsonOption = False) -> None:
     """Show a calibration: what it was fitted for, its map, and the reliability before and after."""
     store = CalibrationStore()
@@ -197,6 +200,7 @@ def show(name: NameArgument, as_json: JsonOption = False) -> None:
 
 
 @calibrations_app.command("remove")
+@names_options_in_errors
 def remove(name: NameArgument) -> None:
     """Remove a stored calibration."""
     store = CalibrationStore()
