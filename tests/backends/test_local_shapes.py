@@ -89,11 +89,27 @@ def test_true_and_false_descriptions_are_read_as_a_contrast():
         ("Is the sentiment of this text not positive?", "Is the sentiment of this text positive?"),
         ("Can't it be used offline?", "Can it be used offline?"),
         ("Is it false that the shop is open?", "The shop is open?"),
+        ("Is it true that the writer isn't asking for a refund?", "Is the writer asking for a refund?"),
+        ("Is it true the customer does not want more offers?", "Does the customer want more offers?"),
+        ("Is it true, that they can't log in?", "Can they log in?"),
     ],
 )
 def test_a_negated_question_is_read_as_its_plain_form(negated, plain):
     assert strip_negation(negated) == (plain, True)
     assert strip_negation(plain) == (plain, False)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Is it true that the man is asleep?",
+        # The "not" is in a clause of the claim, not the claim's own verb.
+        "Is it true that kangaroo means I don't know?",
+        "Is it true that the plan that did not pass was revived?",
+    ],
+)
+def test_a_claim_whose_own_verb_is_not_negated_is_not_read_as_negated(question):
+    assert strip_negation(question) == (question, False)
 
 
 def test_a_negated_question_gets_one_minus_the_plain_answer():

@@ -60,6 +60,19 @@ _FALSE_THAT = re.compile(
     r"^\s*(?:is\s+it|it\s+is)\s+(?:false|not\s+true|untrue)\s+that\s+(?P<rest>\S.*)$", re.IGNORECASE | re.DOTALL
 )
 
+# "Is it true (that) the writer isn't asking for a refund?": the negation is in the clause, and the plain form is
+# the clause asked directly, "Is the writer asking for a refund?". The clause's subject is a pronoun or starts with
+# a determiner (and holds no relative clause), so a "not" further on ("Is it true that kangaroo means I don't
+# know?", "... the plan that did not pass was revived?") is left alone.
+_TRUE_THAT_NOT = re.compile(
+    r"^(?P<space>\s*)is\s+it\s+true,?\s+(?:that\s+)?"
+    r"(?P<subject>(?:the|this|these|those|a|an|my|our|your|their)(?:\s+(?!(?:that|which|who)\b)[\w'-]+){1,4}?"
+    r"|it|this|they|he|she|we|you|i)\s+"
+    r"(?:(?P<aux>is|are|was|were|does|do|did|has|have|had|could|would|should)(?:n[’']t|\s+not)|(?P<word>can't|can’t|cannot|won't|won’t))"
+    r"\s+(?P<rest>\S.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+
 
 def strip_negation(question: str) -> tuple[str, bool]:
     """``(plain question, whether it was negated)``: "Isn't this about pets?" -> ("Is this about pets?", True)."""
@@ -67,6 +80,11 @@ def strip_negation(question: str) -> tuple[str, bool]:
     if false_that is not None:
         rest = false_that["rest"]
         return rest[:1].upper() + rest[1:], True
+    true_that_not = _TRUE_THAT_NOT.match(question)
+    if true_that_not is not None:
+        aux = true_that_not["aux"] or _IRREGULAR[true_that_not["word"].lower()]
+        subject = true_that_not["subject"]
+        return f"{true_that_not['space']}{aux.capitalize()} {subject} {true_that_not['rest']}", True
     contracted = _CONTRACTED.match(question)
     if contracted is not None:
         return question[: contracted.start("aux")] + contracted["aux"] + question[contracted.end() :], True
