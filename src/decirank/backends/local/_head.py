@@ -51,11 +51,12 @@ __all__ = [
 # "Is this not about pets?", "Does the customer not want a refund?": the auxiliary, up to five
 # words of subject, then "not". Further on, "not" belongs to a clause ("a phone that does not work").
 _NOT_AFTER_SUBJECT = re.compile(rf"^(?P<head>\s*{_AUXILIARY}(?:\s+(?!not\b)[\w'-]+){{0,5}}?)\s+not\b", re.IGNORECASE)
-_CONTRACTED = re.compile(
-    r"^(?P<space>\s*)(?P<aux>is|are|was|were|does|do|did|could|would|should|has|have|had)n[’']t\b", re.IGNORECASE
-)
+# Auxiliaries negated by a plain "n't", and the negated words that are not ("can't" -> "can").
+_CONTRACTS = r"is|are|was|were|does|do|did|could|would|should|has|have|had"
 _IRREGULAR = {"can't": "can", "cannot": "can", "won't": "will", "can’t": "can", "won’t": "will"}
-_IRREGULAR_START = re.compile(r"^(?P<space>\s*)(?P<word>can't|can’t|cannot|won't|won’t)\b", re.IGNORECASE)
+_IRREGULAR_WORD = "|".join(map(re.escape, _IRREGULAR))
+_CONTRACTED = re.compile(rf"^(?P<space>\s*)(?P<aux>{_CONTRACTS})n[’']t\b", re.IGNORECASE)
+_IRREGULAR_START = re.compile(rf"^(?P<space>\s*)(?P<word>{_IRREGULAR_WORD})\b", re.IGNORECASE)
 _FALSE_THAT = re.compile(
     r"^\s*(?:is\s+it|it\s+is)\s+(?:false|not\s+true|untrue)\s+that\s+(?P<rest>\S.*)$", re.IGNORECASE | re.DOTALL
 )
@@ -68,7 +69,7 @@ _TRUE_THAT_NOT = re.compile(
     r"^(?P<space>\s*)is\s+it\s+true,?\s+(?:that\s+)?"
     r"(?P<subject>(?:the|this|these|those|a|an|my|our|your|their)(?:\s+(?!(?:that|which|who)\b)[\w'-]+){1,4}?"
     r"|it|this|they|he|she|we|you|i)\s+"
-    r"(?:(?P<aux>is|are|was|were|does|do|did|has|have|had|could|would|should)(?:n[’']t|\s+not)|(?P<word>can't|can’t|cannot|won't|won’t))"
+    rf"(?:(?P<aux>{_CONTRACTS})(?:n[’']t|\s+not)|(?P<word>{_IRREGULAR_WORD}))"
     r"\s+(?P<rest>\S.*)$",
     re.IGNORECASE | re.DOTALL,
 )
