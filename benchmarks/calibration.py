@@ -22,12 +22,13 @@ The sets: every domain of ``../shared/data/decisions`` as the training
 corpus words its yes/no questions (``training/corpus.py``: topic, attribute
 and passage questions, several wordings in one set), its choice sets, and the
 everyday yes/no and choice files. A set's model answers are cached in
-``benchmarks/.cache/`` by model and row count, so a rerun only re-splits.
+``benchmarks/.cache/`` by model, row count and the shipped weights, so a rerun only re-splits.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -44,6 +45,7 @@ import corpus
 import everyday
 
 import decirank
+from decirank.backends.local._assets import SHA256
 from decirank.calibration import choose_map, conformal_sets, recall_cutoff, reliability
 
 FIT_ROWS = 100
@@ -121,8 +123,11 @@ def choice_answers(rows: list[dict], model: str) -> list[list[float]]:
 
 
 def cached(name: str, compute):
+    """A set's model answers, kept under a name that also holds the shipped weights' digest: a retrained
+    embedded model is asked again rather than judged by its predecessor's answers."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"{name}.json"
+    weights = hashlib.blake2b(json.dumps(SHA256, sort_keys=True).encode("utf-8"), digest_size=4).hexdigest()
+    path = CACHE / f"{name}-{weights}.json"
     if path.exists():
         return json.loads(path.read_text())
     found = compute()
