@@ -16,9 +16,11 @@ The model reads "question [SEP] text", mean-pools and gives the logit of
   should handle this? billing: bills and refunds"), yes only for the answer,
   and the options of a row together as one softmax whose "none of them" is a
   logit of 0 (``Group``: the options compete, as the runtime picks among them,
-  and a no to every option is what says none fits);
+  and a no to every option is what says none fits); half the rows whose
+  answer is an option also with that option taken away, "none" the answer;
 - every level of the everyday score rows the same way ("How urgent is this
-  message? high"), and its levels together as one softmax, twice an epoch;
+  message? high"), and its levels together as one softmax, twice an epoch,
+  the levels next to the answer sharing a little of the softmax's target;
 - at most ``CORPUS_PER_GROUP`` yes/no questions of each domain and family of
   the 28 labelled sets (``corpus.py``), three in ten also negated.
 
