@@ -52,6 +52,8 @@ FIT_ROWS = 100
 TARGET = 0.9
 CONFIDENCE = 0.9
 CACHE = ROOT / "benchmarks" / ".cache"
+#: The shipped weights' digest, part of every cached answer file's name (``cached``).
+WEIGHTS = hashlib.blake2b(json.dumps(SHA256, sort_keys=True).encode("utf-8"), digest_size=4).hexdigest()
 
 
 def yes_no_sets(decisions: Path, everyday_data: Path, rows: int) -> dict[str, list[dict]]:
@@ -126,8 +128,7 @@ def cached(name: str, compute):
     """A set's model answers, kept under a name that also holds the shipped weights' digest: a retrained
     embedded model is asked again rather than judged by its predecessor's answers."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    weights = hashlib.blake2b(json.dumps(SHA256, sort_keys=True).encode("utf-8"), digest_size=4).hexdigest()
-    path = CACHE / f"{name}-{weights}.json"
+    path = CACHE / f"{name}-{WEIGHTS}.json"
     if path.exists():
         return json.loads(path.read_text())
     found = compute()

@@ -447,8 +447,12 @@ def run_fold(fold: int | None, args, corpus_rows, data) -> None:
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = CrossEncoder(path).to(args.device)
     CACHE.mkdir(parents=True, exist_ok=True)
-    # Named by what it is trained on too, so a changed recipe never resumes another's checkpoint.
-    recipe = hashlib.blake2b(repr((pairs, groups)).encode("utf-8"), digest_size=4).hexdigest()
+    # Named by what it is trained on and how (the groups' targets and the step settings) too, so a changed
+    # recipe never resumes another's checkpoint.
+    settings = (BATCH, RATE, WARMUP, MAX_TOKENS, GROUPS_PER_STEP, LISTWISE)
+    recipe = hashlib.blake2b(
+        repr((pairs, [(group, group.target()) for group in groups], settings)).encode("utf-8"), digest_size=4
+    ).hexdigest()
     checkpoint = CACHE / f"{name}-{args.epochs}-{args.seed}-{recipe}.pt"
     started = time.monotonic()
     fine_tune(model, tokenizer, pairs, groups, args.epochs, seed, checkpoint, args.device)
