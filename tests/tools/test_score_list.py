@@ -26,11 +26,15 @@ JSON_CHECK = f'exec:{PYTHON} -c "import json,sys; json.load(open(sys.argv[1]))" 
 
 
 def is_running(pid: int) -> bool:
-    """Alive and not a zombie: a killed orphan may wait a moment for its reaper."""
+    """Alive and not a zombie: a killed orphan may wait a moment for its reaper.
+
+    The process can be reaped between opening its stat file and reading it; the read then fails
+    with ESRCH, which means gone just as a missing file does.
+    """
     try:
         with open(f"/proc/{pid}/stat") as stat:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return False
 
 
