@@ -5,6 +5,10 @@ Three maps for a yes/no probability, chosen by cross-validated log loss:
 - ``identity``: the model's number as it is (when nothing fitted does better);
 - ``platt``: a logistic of the model's logit, ``sigmoid(a * logit(p) + b)``, two
   parameters, smooth, right when the model ranks well but is over- or under-sure;
+  ``(a, b)`` drawn towards the identity ``(1, 0)`` by a Gaussian prior whose
+  strength (:data:`PLATT_PRIORS`, none among them) is chosen by the same
+  cross-validation, so a hundred rows move a nearly right model only as far as
+  they show it wrong, and still move a far-off one all the way;
 - ``isotonic``: the pool-adjacent-violators step function, any monotone shape,
   each step's frequency shrunk by half a row towards one half so no step says 0
   or 1 from a handful of rows.
@@ -28,6 +32,7 @@ import numpy as np
 
 __all__ = [
     "LIKELIHOOD_METHODS",
+    "PLATT_PRIORS",
     "ProbabilityMap",
     "Reliability",
     "choose_map",
@@ -39,6 +44,10 @@ __all__ = [
 
 #: The maps :func:`choose_map` may pick for a yes/no probability, in the order ties go.
 LIKELIHOOD_METHODS = ("identity", "platt", "isotonic")
+#: The strengths of the Gaussian prior drawing Platt's ``(a, b)`` towards the identity ``(1, 0)`` that
+#: :func:`choose_map` tries, strongest first (ties go to the stronger). A strength is the prior's precision
+#: against the log loss summed over the rows, so it weighs less the more rows there are; 0 is no prior.
+PLATT_PRIORS = (30.0, 10.0, 3.0, 0.0)
 #: Below this many rows the isotonic map is not tried: its steps would be a few rows each.
 ISOTONIC_MIN_ROWS = 50
 #: Probabilities are kept this far from 0 and 1 before taking logits.
@@ -90,25 +99,30 @@ class ProbabilityMap:
         return cls(str(data["method"]), dict(data["parameters"]))
 
 
-def _fit_platt(probabilities: np.ndarray, labels: np.ndarray, ridge: float = 1e-3) -> ProbabilityMap:
+def _fit_platt(
+    probabilities: np.ndarray, labels: np.ndarray, prior: float = 0.0, ridge: float = 1e-3
+) -> ProbabilityMap:
     """Newton's method with a backtracking line search on the two-parameter logistic's log loss.
 
-    Starts from the identity (a = 1, b = 0); a small ridge keeps it finite on separable rows.
+    Starts from the identity (a = 1, b = 0). ``prior`` adds ``prior / 2 * |(a, b) - (1, 0)|^2``, a
+    Gaussian prior centred on the identity; a small ridge towards zero keeps it finite on separable rows.
     """
     x = _logit(probabilities)
     design = np.stack([x, np.ones_like(x)], axis=1)
+    identity = np.array([1.0, 0.0])
 
     def loss(w: np.ndarray) -> float:
         z = design @ w
         # log(1 + e^z) - y z, written to stay finite for large |z|
-        return float(np.sum(np.logaddexp(0.0, z) - labels * z) + 0.5 * ridge * w @ w)
+        away = w - identity
+        return float(np.sum(np.logaddexp(0.0, z) - labels * z) + 0.5 * prior * away @ away + 0.5 * ridge * w @ w)
 
-    weights = np.array([1.0, 0.0])
+    weights = identity.copy()
     current = loss(weights)
     for _ in range(100):
         predicted = _sigmoid(design @ weights)
-        gradient = design.T @ (predicted - labels) + ridge * weights
-        hessian = (design * (predicted * (1 - predicted))[:, None]).T @ design + ridge * np.eye(2)
+        gradient = design.T @ (predicted - labels) + prior * (weights - identity) + ridge * weights
+        hessian = (design * (predicted * (1 - predicted))[:, None]).T @ design + (prior + ridge) * np.eye(2)
         step = np.linalg.solve(hessian, gradient)
         scale = 1.0
         while scale > 1e-8 and loss(weights - scale * step) > current:
@@ -119,7 +133,7 @@ def _fit_platt(probabilities: np.ndarray, labels: np.ndarray, ridge: float = 1e-
         previous, current = current, loss(weights)
         if previous - current < 1e-10:
             break
-    return ProbabilityMap("platt", {"a": float(weights[0]), "b": float(weights[1])})
+    return ProbabilityMap("platt", {"a": float(weights[0]), "b": float(weights[1]), "prior": float(prior)})
 
 
 def _fit_isotonic(probabilities: np.ndarray, labels: np.ndarray) -> ProbabilityMap:
@@ -147,14 +161,19 @@ def _fit_isotonic(probabilities: np.ndarray, labels: np.ndarray) -> ProbabilityM
     return ProbabilityMap("isotonic", {"x": [float(v) for v in x], "y": [float(v) for v in y]})
 
 
-def fit_map(method: str, probabilities: Sequence[float], labels: Sequence[int]) -> ProbabilityMap:
-    """The ``method`` map fitted on yes/no ``labels`` (1 for yes) of the model's ``probabilities``."""
+def fit_map(
+    method: str, probabilities: Sequence[float], labels: Sequence[int], *, prior: float = 0.0
+) -> ProbabilityMap:
+    """The ``method`` map fitted on yes/no ``labels`` (1 for yes) of the model's ``probabilities``.
+
+    ``prior`` is the strength of Platt's prior towards the identity (0: none); other maps ignore it.
+    """
     p = np.asarray(probabilities, dtype=float)
     y = np.asarray(labels, dtype=float)
     if method == "identity":
         return ProbabilityMap("identity", {})
     if method == "platt":
-        return _fit_platt(p, y)
+        return _fit_platt(p, y, prior)
     if method == "isotonic":
         return _fit_isotonic(p, y)
     raise ValueError(f"unknown method {method!r}; expected one of {LIKELIHOOD_METHODS}")
@@ -187,28 +206,41 @@ def choose_map(
 ) -> tuple[ProbabilityMap, dict[str, float], np.ndarray]:
     """The method of lowest cross-validated log loss, refitted on every row.
 
-    Returns the map, each tried method's cross-validated log loss, and the chosen method's
-    out-of-fold probabilities (what "after" reliability is measured on: no row judges the map
-    that saw it).
+    Platt is tried at each strength of :data:`PLATT_PRIORS` on the same folds and stands for the
+    strength of lowest loss, which its map keeps as its ``prior`` parameter. Returns the map, each
+    tried method's cross-validated log loss, and the chosen method's out-of-fold probabilities
+    (what "after" reliability is measured on: no row judges the map that saw it).
     """
     p = np.asarray(probabilities, dtype=float)
     y = np.asarray(labels, dtype=float)
     # Isotonic steps from under 50 rows are a few rows each: tried only when asked for by name.
     tried = [m for m in methods if m != "isotonic" or len(p) >= ISOTONIC_MIN_ROWS or len(methods) == 1]
     fold = folds_of(y.astype(int).tolist(), folds, seed)
-    losses: dict[str, float] = {}
-    out_of_fold: dict[str, np.ndarray] = {}
-    for method in tried:
+
+    def cross_validated(method: str, prior: float = 0.0) -> np.ndarray:
         predicted = np.empty_like(p)
         for k in range(folds):
             held = fold == k
-            if not held.any():
-                continue
-            predicted[held] = fit_map(method, p[~held], y[~held])(p[held])
-        losses[method] = _log_loss(predicted, y)
-        out_of_fold[method] = predicted
+            if held.any():
+                predicted[held] = fit_map(method, p[~held], y[~held], prior=prior)(p[held])
+        return predicted
+
+    losses: dict[str, float] = {}
+    out_of_fold: dict[str, np.ndarray] = {}
+    platt_prior = 0.0
+    for method in tried:
+        if method == "platt":
+            # Ties go to the stronger prior (the earlier in PLATT_PRIORS): the map nearer the model's own.
+            for prior in PLATT_PRIORS:
+                predicted = cross_validated(method, prior)
+                loss = _log_loss(predicted, y)
+                if method not in losses or round(loss, 6) < round(losses[method], 6):
+                    losses[method], out_of_fold[method], platt_prior = loss, predicted, prior
+        else:
+            out_of_fold[method] = cross_validated(method)
+            losses[method] = _log_loss(out_of_fold[method], y)
     best = min(tried, key=lambda method: (round(losses[method], 6), tried.index(method)))
-    return fit_map(best, p, y), losses, out_of_fold[best]
+    return fit_map(best, p, y, prior=platt_prior), losses, out_of_fold[best]
 
 
 def _temperature_loss(log_true: np.ndarray, log_all: np.ndarray, t: float) -> float:

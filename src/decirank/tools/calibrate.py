@@ -7,8 +7,10 @@ is for (``filter``, ``score``, ``rerank`` or ``classify``), so the numbers it
 maps are exactly the ones that tool returns. Then it:
 
 - picks a map by five-fold cross-validated log loss: for yes/no, the model as
-  it is, Platt's logistic or isotonic steps (:mod:`decirank.calibration._maps`);
-  for a choice, the model as it is or a temperature;
+  it is, Platt's logistic (drawn towards the model as it is by a prior whose
+  strength the same folds pick) or isotonic steps
+  (:mod:`decirank.calibration._maps`); for a choice, the model as it is or a
+  temperature;
 - reports reliability before (the model's numbers) and after (out-of-fold
   calibrated numbers, so no row judges a map fitted on it): ECE, Brier, log
   loss and a ten-bin table;
