@@ -500,8 +500,8 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         "held_corpus": sorted(held_corpus),
         **predictions,
     }
-    HELD_OUT.mkdir(exist_ok=True)
-    target = HELD_OUT / f"fold-{fold}.json"
+    args.heldout.mkdir(parents=True, exist_ok=True)
+    target = args.heldout / f"fold-{fold}.json"
     target.write_text(json.dumps(record, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {target}", flush=True)
 
@@ -512,6 +512,12 @@ def main() -> None:
     parser.add_argument("--everyday", type=Path, default=everyday.DEFAULT_DATA)
     parser.add_argument("--fold", required=True, help="0..4, final, or every (all folds, then final)")
     parser.add_argument("--epochs", type=float, default=EPOCHS)
+    parser.add_argument(
+        "--heldout",
+        type=Path,
+        default=HELD_OUT,
+        help="where fold-K.json goes (default training/heldout, the shipped reader's; a new recipe's folds may go apart)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

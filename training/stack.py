@@ -60,10 +60,10 @@ KINDS = ("topic", "attribute", "request", "quality", "negated")
 KIND_C = 10.0
 
 
-def load_folds() -> dict[int, dict]:
+def load_folds(folder: Path = HERE / "heldout") -> dict[int, dict]:
     folds = {}
     for k in range(everyday.FOLDS):
-        path = HERE / "heldout" / f"fold-{k}.json"
+        path = folder / f"fold-{k}.json"
         if path.exists():
             folds[k] = json.loads(path.read_text(encoding="utf-8"))
     return folds
@@ -575,11 +575,17 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=HERE.parents[1] / "shared/data/decisions")
     parser.add_argument("--everyday", type=Path, default=everyday.DEFAULT_DATA)
     parser.add_argument("--no-write", action="store_true", help="print the tables; leave assets/blend.json alone")
+    parser.add_argument(
+        "--heldout",
+        type=Path,
+        default=HERE / "heldout",
+        help="the folder of fold-K.json files (default: the shipped reader's, training/heldout)",
+    )
     parser.add_argument("--everyday-only", action="store_true", help="leave the 28 sets' rows out (a quick look)")
     args = parser.parse_args()
-    folds = load_folds()
+    folds = load_folds(args.heldout)
     if not folds:
-        raise SystemExit("no held-out predictions in training/heldout/: run cross_encoder.py --fold K first")
+        raise SystemExit(f"no held-out predictions in {args.heldout}: run cross_encoder.py --fold K first")
     missing = sorted(set(range(everyday.FOLDS)) - set(folds))
     if missing:
         print(f"folds {missing} are not trained yet: their domains are left out of the tables below")

@@ -487,10 +487,10 @@ def none_report(scored: dict, store: VectorStore, seed: int) -> tuple[dict, Logi
         return LogisticRegression(C=1.0, max_iter=1000).fit(features, out_of_scope)
 
     report = {}
-    for domain in splits:
+    for domain, held in splits.items():
         model = fit([d for d in splits if d != domain])
         recall, lost = [], []
-        for features, out_of_scope, right, best in splits[domain]:
+        for features, out_of_scope, right, best in held:
             none = model.predict_proba(features)[:, 1]
             chose_none = none > (1 - none) * best
             recall.append(chose_none[out_of_scope].mean())
