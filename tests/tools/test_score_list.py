@@ -262,7 +262,12 @@ def test_every_ref_is_stamped_in_the_store(store):
     one, two = store.stamps("s/one"), store.stamps("s/two")
     assert len(one) == len(two) == 1
     assert (one[0].run_id, one[0].evaluator, one[0].score, one[0].beam_rank, one[0].pruned, one[0].verdict) == (
-        result.run_id, "validate:json", 1.0, 1, False, "VALID"
+        result.run_id,
+        "validate:json",
+        1.0,
+        1,
+        False,
+        "VALID",
     )
     assert (two[0].beam_rank, two[0].pruned, two[0].score) == (2, True, 0.0)
     assert two[0].reason == result.ranked[1].reason and "top-1 cut" in two[0].reason
@@ -499,10 +504,14 @@ def test_verdicts_follow_the_thresholds(store):
         scored = decirank.score_list(list(levels), "score:x", model=model, store=store)
         validated = decirank.score_list(list(levels), "validate:thing", model=model, store=store)
     assert [(e.ref, e.score, e.verdict) for e in scored.ranked] == [
-        ("t/full", 1.0, Verdict.VALID), ("t/half", 0.5, Verdict.PARTIAL), ("t/none", 0.0, Verdict.INVALID)
+        ("t/full", 1.0, Verdict.VALID),
+        ("t/half", 0.5, Verdict.PARTIAL),
+        ("t/none", 0.0, Verdict.INVALID),
     ]
     assert [(e.ref, e.verdict) for e in validated.ranked] == [
-        ("t/full", Verdict.VALID), ("t/half", Verdict.INVALID), ("t/none", Verdict.INVALID)
+        ("t/full", Verdict.VALID),
+        ("t/half", Verdict.INVALID),
+        ("t/none", Verdict.INVALID),
     ]
 
 
