@@ -573,7 +573,8 @@ def main() -> None:
     else:
         parser.error(f"--fold: expected 0..{everyday.FOLDS - 1}, final or every, got {args.fold!r}")
     corpus_rows = yes_no_rows(args.data, 0)
-    corpus_choices = choice_rows(args.data, 0, per_domain=args.corpus_choices * 4)
+    # Only a recipe that trains on them reads the 28 sets' choice files.
+    corpus_choices = choice_rows(args.data, 0, per_domain=args.corpus_choices * 4) if args.corpus_choices else []
     data = everyday.load(args.everyday)
     for fold in folds:
         run_fold(fold, args, corpus_rows, corpus_choices, data)

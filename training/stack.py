@@ -52,6 +52,8 @@ from decirank.backends.local._head import DecisionHead, asks_yes_or_no, read_yes
 
 HERE = Path(__file__).parent
 ASSETS = HERE.parent / "src" / "decirank" / "backends" / "local" / "assets"
+#: The shipped reader's fold files (``--heldout`` reads another recipe's).
+HELD_OUT = HERE / "heldout"
 LABEL_SHARPNESS = 16.5
 KINDS = ("topic", "attribute", "request", "quality", "negated")
 # The kind classifier's inverse regularisation. At 1.0 it read the everyday quality questions held out as
@@ -60,7 +62,7 @@ KINDS = ("topic", "attribute", "request", "quality", "negated")
 KIND_C = 10.0
 
 
-def load_folds(folder: Path = HERE / "heldout") -> dict[int, dict]:
+def load_folds(folder: Path = HELD_OUT) -> dict[int, dict]:
     folds = {}
     for k in range(everyday.FOLDS):
         path = folder / f"fold-{k}.json"
@@ -578,7 +580,7 @@ def main() -> None:
     parser.add_argument(
         "--heldout",
         type=Path,
-        default=HERE / "heldout",
+        default=HELD_OUT,
         help="the folder of fold-K.json files (default: the shipped reader's, training/heldout)",
     )
     parser.add_argument("--everyday-only", action="store_true", help="leave the 28 sets' rows out (a quick look)")

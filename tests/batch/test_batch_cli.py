@@ -22,6 +22,7 @@ import pytest
 import decirank
 from tests.cli._run import decirank as run_cli
 from tests.loopback import HeldAnswers, Reply, ScriptedServer
+from tests.processes import is_running
 
 from .conftest import read_output, ticket_rows, write_rows
 
@@ -65,14 +66,6 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _alive(pid: int) -> bool:
-    """Running and not a zombie; a process reaped while its status is read counts as gone."""
-    try:
-        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-
-
 def test_a_batch_killed_with_sigkill_resumes_to_the_bytes_of_an_uninterrupted_one(tmp_path):
     source = write_rows(tmp_path / "in.jsonl", ticket_rows(3000))
     out = tmp_path / "out.jsonl"
@@ -105,7 +98,7 @@ def test_a_batch_killed_with_sigkill_resumes_to_the_bytes_of_an_uninterrupted_on
     done_before = journal.read_bytes().count(b"\n")
     assert 30 <= done_before < 1000
     gone_by = time.monotonic() + 10
-    while any(_alive(pid) for pid in workers):
+    while any(is_running(pid) for pid in workers):
         assert time.monotonic() < gone_by, "a worker outlived its killed driver"
         time.sleep(0.1)
 

@@ -19,7 +19,7 @@ from decirank.server import create_app
 from decirank.testing import ScriptedBackend, use_backend
 from decirank.types.limits import ModelLimits
 from tests.loopback import ThreadedServer
-from tests.tools.test_score_list import is_running, wait_until_gone
+from tests.processes import is_running, wait_until_gone
 
 RANK = {"items": ["a", "b"], "instructions": "Which?", "state": "a"}
 RERANK = {"query": "fleas", "documents": ["flea treatment", "bread"]}

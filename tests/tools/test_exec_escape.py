@@ -19,6 +19,7 @@ from decirank import ArtifactStore, Verdict
 from decirank.tools._evaluators.exec import SUBREAPER, _argv, stop_running_commands
 from decirank.tools.score_list import ascore_list
 from tests.loopback import free_port, subprocess_server
+from tests.processes import is_running, wait_until_gone
 
 pytestmark = pytest.mark.skipif(not SUBREAPER, reason="the child subreaper is Linux's")
 
@@ -30,15 +31,6 @@ ESCAPES = (
 )
 
 
-def is_running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie waiting to be reaped counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-
-
 def read_pids(path, count: int, seconds: float = 30.0) -> list[int]:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -46,13 +38,6 @@ def read_pids(path, count: int, seconds: float = 30.0) -> list[int]:
             return [int(pid) for pid in pids]
         time.sleep(0.02)
     raise AssertionError(f"{path} never held {count} pids")
-
-
-def survivors(pids: list[int], seconds: float) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while (alive := [pid for pid in pids if is_running(pid)]) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return alive
 
 
 def test_descendants_that_leave_the_group_die_when_the_command_ends(store, tmp_path):
@@ -66,7 +51,7 @@ def test_descendants_that_leave_the_group_die_when_the_command_ends(store, tmp_p
     entry = decirank.score_list(["r/a"], command, store=store).ranked[0]
     assert entry.verdict == Verdict.VALID
     escaped = read_pids(pids, 2)
-    assert survivors(escaped, 1.0) == []
+    assert wait_until_gone(escaped, 1.0) == []
 
 
 def test_descendants_that_leave_the_group_die_at_the_timeout(store, tmp_path):
@@ -76,7 +61,7 @@ def test_descendants_that_leave_the_group_die_at_the_timeout(store, tmp_path):
     command = "exec:" + ESCAPES.format(pids=pids) + "sleep 300"
     entry = decirank.score_list(["r/a"], command, store=store, exec_timeout=2).ranked[0]
     assert (entry.verdict, entry.reason) == (Verdict.INVALID, "timed out after 2 s")
-    assert survivors(read_pids(pids, 2), 1.0) == []
+    assert wait_until_gone(read_pids(pids, 2), 1.0) == []
 
 
 def test_descendants_die_when_the_process_running_the_command_is_killed(tmp_path):
@@ -100,7 +85,7 @@ def test_descendants_die_when_the_process_running_the_command_is_killed(tmp_path
     finally:
         runner.kill()
         runner.wait()
-    assert survivors(started, 5.0) == []
+    assert wait_until_gone(started, 5.0) == []
 
 
 def test_stop_signals_that_come_together_still_end_all_the_command_started(tmp_path):
@@ -122,7 +107,7 @@ def test_stop_signals_that_come_together_still_end_all_the_command_started(tmp_p
     finally:
         reaper.kill()
     assert errors.read_text() == ""
-    assert survivors(started, 1.0) == []
+    assert wait_until_gone(started, 1.0) == []
 
 
 def test_stopping_running_commands_ends_them_at_once_as_unknown(store, tmp_path):
@@ -149,7 +134,7 @@ def test_stopping_running_commands_ends_them_at_once_as_unknown(store, tmp_path)
     entry = result.ranked[0]
     assert entry.verdict == Verdict.UNKNOWN and entry.reason == "stopped: the server is shutting down"
     assert took < 10  # not the 60 s budget; the kill itself is immediate
-    assert survivors(read_pids(pids, 2), 1.0) == []
+    assert wait_until_gone(read_pids(pids, 2), 1.0) == []
 
 
 def test_a_server_told_to_stop_ends_a_running_exec_at_once(tmp_path):
@@ -181,7 +166,7 @@ def test_a_server_told_to_stop_ends_a_running_exec_at_once(tmp_path):
         took = time.monotonic() - signalled
         thread.join(timeout=30)
     assert took < 15, took
-    assert survivors(escaped, 1.0) == []
+    assert wait_until_gone(escaped, 1.0) == []
     response = outcome.get("response")
     assert isinstance(response, httpx.Response) and response.status_code == 200, outcome
     assert response.json()["ranked"][0]["verdict"] == "UNKNOWN"

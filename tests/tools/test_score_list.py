@@ -20,29 +20,10 @@ from decirank.testing import ScriptedBackend, use_backend
 from decirank.tools._evaluators import strip_code_fence
 from decirank.tools._evaluators.exec import OUTPUT_LIMIT, run_command
 from decirank.types.answers import LikelihoodAnswer, ScoreAnswer
+from tests.processes import wait_until_gone
 
 PYTHON = shlex.quote(sys.executable)
 JSON_CHECK = f'exec:{PYTHON} -c "import json,sys; json.load(open(sys.argv[1]))" {{artifact}}'
-
-
-def is_running(pid: int) -> bool:
-    """Alive and not a zombie: a killed orphan may wait a moment for its reaper.
-
-    The process can be reaped between opening its stat file and reading it; the read then fails
-    with ESRCH, which means gone just as a missing file does.
-    """
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-
-
-def wait_until_gone(pids: list[int], seconds: float = 5.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while (alive := [pid for pid in pids if is_running(pid)]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return alive
 
 
 # -- exec --------------------------------------------------------------------------------
