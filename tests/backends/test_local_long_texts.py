@@ -18,6 +18,9 @@ ANSWER = "The capital of Australia is Canberra, chosen in 1908 as a compromise b
 SHORT = ["Canberra is the capital city of Australia.", "A recipe for banana bread with walnuts."]
 #: The short documents' scores before long texts were read in windows (one 256-token cut for every text).
 SHORT_SCORES = [0.5711050198441886, 0.018541126493230753]
+#: onnxruntime's int8 kernels round differently on different CPUs (with and without VNNI): the same scores
+#: read up to about 0.002 apart from one machine to another, so the recorded ones are matched to 0.005.
+ACROSS_CPUS = 5e-3
 GERMAN = "Der Hund spielt im Garten mit dem Ball und die Kinder schauen zu, weil es ein schöner Tag ist."
 ENGLISH = "The dog plays in the garden with a ball while the children watch, because it is a lovely day."
 
@@ -38,7 +41,7 @@ def test_long_document_with_the_answer_at_its_end_scores_well_above_filler():
 def test_short_texts_score_as_before_windows_and_beside_long_ones(monkeypatch):
     """A short passage's score is the one-window score it always had, alone or beside a long document."""
     alone = scores(QUERY, SHORT)
-    assert alone == pytest.approx(SHORT_SCORES, abs=1e-3)
+    assert alone == pytest.approx(SHORT_SCORES, abs=ACROSS_CPUS)
     # Within float rounding: the products run over all of a call's texts at once, as they always did.
     assert scores(QUERY, [*SHORT, FILLER + " " + ANSWER])[:2] == pytest.approx(alone, abs=1e-6)
     monkeypatch.setattr(_model, "MAX_WINDOWS", 1)  # the old cut: every text read to 256 tokens
