@@ -107,6 +107,10 @@ ANSWER_DROPPED = 0.5
 #: Share of a score row's softmax target given to the levels next to its answer (half each side): a level
 #: one step off is a smaller error than two, and the target says so.
 NEIGHBOUR_SHARE = 0.2
+#: Weight of a score group's squared distance between its expected level and the answer (in units of the
+#: whole scale): the score a caller reads is the expected level, and the softmax alone lets a text spread
+#: between the two ends of a scale whose middle it never reads. 0 in the shipped recipe (``--ordinal``).
+ORDINAL = 0.0
 #: Choice rows of each of the 28 sets' choice domains trained as groups, and how many of the domain's labels
 #: each is asked among (Banking77 has 77: all of them would be a group of 77 questions). The recipe before
 #: (0 and ``SCORE_REPEAT = 2``) is ``--corpus-choices 0 --score-repeat 2``: training/README.md.
@@ -209,16 +213,20 @@ class Group:
         return out
 
 
-def _choice_groups(questions: tuple[str, ...], text: str, answer: int, rng: random.Random) -> list[Group]:
-    """A choice row's group, and (``ANSWER_DROPPED`` of the time) the same without its answer, "none" right."""
+def _choice_groups(
+    questions: tuple[str, ...], text: str, answer: int, rng: random.Random, dropped: float = ANSWER_DROPPED
+) -> list[Group]:
+    """A choice row's group, and (``dropped`` of the time) the same without its answer, "none" right."""
     out = [Group(questions, text, answer, True)]
-    if answer < len(questions) and rng.random() < ANSWER_DROPPED:
+    if answer < len(questions) and rng.random() < dropped:
         rest = questions[:answer] + questions[answer + 1 :]
         out.append(Group(rest, text, len(rest), True))
     return out
 
 
-def corpus_choice_groups(choices, held_corpus, rng: random.Random, per_domain: int = CORPUS_CHOICES) -> list[Group]:
+def corpus_choice_groups(
+    choices, held_corpus, rng: random.Random, per_domain: int = CORPUS_CHOICES, dropped: float = ANSWER_DROPPED
+) -> list[Group]:
     """``per_domain`` rows of each of the 28 sets' choice domains, each among ``CORPUS_OPTIONS`` of its
     labels (its own and others drawn at random, in random order): in-domain texts that the options left
     after dropping the answer do not fit are the "none" a new domain asks, seen over many more wordings."""
@@ -231,7 +239,7 @@ def corpus_choice_groups(choices, held_corpus, rng: random.Random, per_domain: i
             keys = [row.label, *rng.sample(others, min(CORPUS_OPTIONS - 1, len(others)))]
             rng.shuffle(keys)
             questions = tuple(option_asked(row.question, key, row.options[key]) for key in keys)
-            out += _choice_groups(questions, row.text, keys.index(row.label), rng)
+            out += _choice_groups(questions, row.text, keys.index(row.label), rng, dropped)
     return out
 
 
@@ -244,6 +252,7 @@ def training_groups(
     *,
     score_repeat: int = SCORE_REPEAT,
     corpus_per_domain: int = CORPUS_CHOICES,
+    answer_dropped: float = ANSWER_DROPPED,
 ) -> list[Group]:
     _, choices, scores = data
     rng = random.Random(seed)
@@ -253,17 +262,18 @@ def training_groups(
             keys = list(row.options)
             questions = tuple(option_asked(row.question, k, d) for k, d in row.options.items())
             answer = keys.index(row.answer) if row.answer in keys else len(keys)
-            out += _choice_groups(questions, row.text, answer, rng)
+            out += _choice_groups(questions, row.text, answer, rng, answer_dropped)
     for row in scores:
         if row.domain not in held_everyday:
             questions = tuple(level_asked(row.question, level) for level in row.levels)
             out += [Group(questions, row.text, row.answer, False, ordered=True)] * score_repeat
-    return out + corpus_choice_groups(corpus_choices, held_corpus, rng, corpus_per_domain)
+    return out + corpus_choice_groups(corpus_choices, held_corpus, rng, corpus_per_domain, answer_dropped)
 
 
-def group_loss(logits: torch.Tensor, groups: list[Group]) -> torch.Tensor:
-    """Each question's yes/no loss, plus ``LISTWISE`` times each group's softmax loss (logits in order)."""
-    labels, listwise, at = [], [], 0
+def group_loss(logits: torch.Tensor, groups: list[Group], ordinal: float = ORDINAL) -> torch.Tensor:
+    """Each question's yes/no loss, plus ``LISTWISE`` times each group's softmax loss (logits in order), plus
+    ``ordinal`` times each score group's squared distance of its expected level from the answer."""
+    labels, listwise, distances, at = [], [], [], 0
     for group in groups:
         mine = logits[at : at + len(group.questions)]
         at += len(group.questions)
@@ -272,8 +282,13 @@ def group_loss(logits: torch.Tensor, groups: list[Group]) -> torch.Tensor:
             mine = torch.cat([mine, mine.new_zeros(1)])
         target = torch.tensor([group.target()], device=mine.device)
         listwise.append(torch.nn.functional.cross_entropy(mine[None], target))
+        if group.ordered and ordinal:
+            levels = torch.arange(len(group.questions), dtype=mine.dtype, device=mine.device)
+            expected = (torch.softmax(mine, dim=0) * levels).sum()
+            distances.append(((expected - group.answer) / (len(group.questions) - 1)) ** 2)
     yes_no = torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.tensor(labels, device=logits.device))
-    return yes_no + LISTWISE * torch.stack(listwise).mean()
+    loss = yes_no + LISTWISE * torch.stack(listwise).mean()
+    return loss + ordinal * torch.stack(distances).mean() if distances else loss
 
 
 # --- training --------------------------------------------------------------------------------------------
@@ -302,7 +317,9 @@ def batches(pairs: list, groups: list[Group], epochs: float, seed: int) -> list[
     return out[: math.ceil(per_epoch * epochs)]
 
 
-def step_loss(model, tokenizer, pairs, groups: list[Group], step: tuple[str, list[int]], device: str) -> torch.Tensor:
+def step_loss(
+    model, tokenizer, pairs, groups: list[Group], step: tuple[str, list[int]], device: str, ordinal: float = ORDINAL
+) -> torch.Tensor:
     kind, index = step
     if kind == "pairs":
         batch = [pairs[i] for i in index]
@@ -311,10 +328,12 @@ def step_loss(model, tokenizer, pairs, groups: list[Group], step: tuple[str, lis
         return torch.nn.functional.binary_cross_entropy_with_logits(model(inputs), labels)
     chosen = [groups[i] for i in index]
     inputs = encode(tokenizer, [(q, group.text) for group in chosen for q in group.questions])
-    return group_loss(model({k: v.to(device) for k, v in inputs.items()}), chosen)
+    return group_loss(model({k: v.to(device) for k, v in inputs.items()}), chosen, ordinal)
 
 
-def fine_tune(model, tokenizer, pairs, groups, epochs: float, seed: int, checkpoint: Path, device: str) -> None:
+def fine_tune(
+    model, tokenizer, pairs, groups, epochs: float, seed: int, checkpoint: Path, device: str, ordinal: float = ORDINAL
+) -> None:
     plan = batches(pairs, groups, epochs, seed)
     trained = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(trained, lr=RATE, weight_decay=0.01)
@@ -332,7 +351,7 @@ def fine_tune(model, tokenizer, pairs, groups, epochs: float, seed: int, checkpo
     model.train()
     started, smoothed = time.monotonic(), None
     while step < len(plan):
-        loss = step_loss(model, tokenizer, pairs, groups, plan[step], device)
+        loss = step_loss(model, tokenizer, pairs, groups, plan[step], device, ordinal)
         optimiser.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trained, 1.0)
@@ -491,6 +510,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         held_corpus,
         score_repeat=args.score_repeat,
         corpus_per_domain=args.corpus_choices,
+        answer_dropped=args.answer_dropped,
     )
     questions = len(pairs) + sum(len(group.questions) for group in groups)
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
@@ -501,12 +521,14 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     # Named by what it is trained on and how (the groups' targets and the step settings) too, so a changed
     # recipe never resumes another's checkpoint.
     settings = (BATCH, RATE, WARMUP, MAX_TOKENS, GROUPS_PER_STEP, LISTWISE)
+    if args.ordinal:  # named only when set, so the shipped recipe's checkpoints keep their names
+        settings += (args.ordinal,)
     recipe = hashlib.blake2b(
         repr((pairs, [(group, group.target()) for group in groups], settings)).encode("utf-8"), digest_size=4
     ).hexdigest()
     checkpoint = CACHE / f"{name}-{args.epochs}-{args.seed}-{recipe}.pt"
     started = time.monotonic()
-    fine_tune(model, tokenizer, pairs, groups, args.epochs, seed, checkpoint, args.device)
+    fine_tune(model, tokenizer, pairs, groups, args.epochs, seed, checkpoint, args.device, args.ordinal)
     trained_s = time.monotonic() - started
     if fold is None:
         export(model, ASSETS / "reader.npz")
@@ -517,6 +539,12 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         "seed": seed,
         "commit": commit(),
         "epochs": args.epochs,
+        "recipe": {
+            "corpus_choices": args.corpus_choices,
+            "score_repeat": args.score_repeat,
+            "answer_dropped": args.answer_dropped,
+            "ordinal": args.ordinal,
+        },
         "training_questions": questions,
         "training_seconds": round(trained_s),
         "device": args.device,
@@ -554,6 +582,18 @@ def main() -> None:
         type=int,
         default=SCORE_REPEAT,
         help=f"times an epoch the everyday score rows are seen (default {SCORE_REPEAT})",
+    )
+    parser.add_argument(
+        "--answer-dropped",
+        type=float,
+        default=ANSWER_DROPPED,
+        help=f"share of in-scope choice rows also trained without their answer (default {ANSWER_DROPPED})",
+    )
+    parser.add_argument(
+        "--ordinal",
+        type=float,
+        default=ORDINAL,
+        help=f"weight of a score row's expected-level distance from its answer (default {ORDINAL})",
     )
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
