@@ -137,11 +137,16 @@ def cached(name: str, compute):
     return found
 
 
+def split_rows(rows: int, split: int) -> tuple[np.ndarray, np.ndarray]:
+    """Split ``split``'s seeded draw of FIT_ROWS rows to fit on, and the rest to measure on."""
+    order = np.random.default_rng(1000 + split).permutation(rows)
+    return order[:FIT_ROWS], order[FIT_ROWS:]
+
+
 def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int, recall_splits: int) -> dict:
     eces, raw_eces, floors = [], [], []
     for split in range(splits):
-        order = np.random.default_rng(1000 + split).permutation(len(p))
-        fit, rest = order[:FIT_ROWS], order[FIT_ROWS:]
+        fit, rest = split_rows(len(p), split)
         fitted, _, _ = choose_map(p[fit], y[fit], seed=split)
         calibrated = fitted(p[rest])
         eces.append(reliability(calibrated, y[rest]).ece)
@@ -153,8 +158,7 @@ def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int, recall_splits: int
     # to about +-3 points; the cut-off is cheap, so it is judged over more of them.
     held, recalls, precisions, kept_all = [], [], [], 0
     for split in range(recall_splits):
-        order = np.random.default_rng(1000 + split).permutation(len(p))
-        fit, rest = order[:FIT_ROWS], order[FIT_ROWS:]
+        fit, rest = split_rows(len(p), split)
         cut = recall_cutoff(p[fit], y[fit], TARGET, CONFIDENCE, batch_size=len(rest))
         kept = np.ones(len(rest), bool) if cut.threshold is None else p[rest] >= cut.threshold
         kept_all += cut.threshold is None
