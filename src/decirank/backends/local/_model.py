@@ -92,7 +92,7 @@ from ._head import (
 )
 from ._language import looks_non_english
 from ._onnx import read_initializers
-from ._reader import READ_OPTIONS, Blend, Reader, level_asked, option_asked, pair_ids
+from ._reader import READ_OPTIONS, Blend, Reader, level_asked, negated_reading, option_asked, pair_ids
 from ._reader import asked as reader_asks
 from ._text import BACKGROUND_TOPICS, is_none_option, refers_to_state, split_frame, split_question
 
@@ -499,13 +499,16 @@ class LocalModel:
             # The levels of a yes/no question are degrees of its yes ("not at all" … "fully"), which say nothing
             # of the text on their own: its likelihood, spread over them.
             reading = read_yes_no(asked)
-            read = [reader_asks(reading.question)]
+            read = [reader_asks(reading.question), *([reader_asks(asked)] if reading.negated else [])]
         else:
             reading = read_yes_no(asked, question.true, question.false)
             # The reader reads the plain form too: a negated question is its answer turned round (the caller's
             # "true" then describes a no to the plain question).
+            # A negated question is read as asked too: both readings make its answer (``negated_reading``).
             true, false = (question.false, question.true) if reading.negated else (question.true, question.false)
             read = [reader_asks(reading.question, true, false)]
+            if reading.negated:
+                read.append(reader_asks(asked, question.true, question.false))
         if examples:
             # Examples teach a head on the decision head's own answer (_fewshot), as measured; the reader's
             # confident zero-shot answer would outweigh what a few examples say.
@@ -678,6 +681,9 @@ class LocalModel:
                 # fitted on both models' answers to domains neither was trained on.
                 read = np.array([vectors.read[(plan.read[0], text)] for text in subjects])
                 question = vectors.of([plan.reading.question])[0]
+                if plan.reading.negated:
+                    as_asked = np.array([vectors.read[(plan.read[1], text)] for text in subjects])
+                    read = negated_reading(read, as_asked, _runtime.blend.topic(question))
                 turn = -1.0 if plan.reading.negated else 1.0  # the head's logit of the plain question, turned back
                 logits = turn * _runtime.blend.yes_no(question, turn * logits, read)
         return np.asarray(logits, dtype=np.float64)
