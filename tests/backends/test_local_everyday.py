@@ -99,6 +99,20 @@ def test_a_reported_problem_scores_above_thanks():
         ),
         ("Can I get a refund for the broken kettle?", "Is the customer asking for a refund?", True),
         ("Can I get a refund for the broken kettle?", "Is the customer asking for a callback?", False),
+        # Negated questions about a state: their plain form names what the text is about ("Is the laptop
+        # working?" of a broken laptop), so the reader reads them as asked too (``negated_reading``).
+        ("My laptop will not turn on at all, even when it is plugged in.", "Is the laptop not working?", True),
+        ("The lift in our building has been broken for two weeks.", "Is the lift not working?", True),
+        (
+            "The heating came back on this morning, thanks for sending the engineer.",
+            "Is the heating not working?",
+            False,
+        ),
+        ("I still haven't received my parcel, it's been ten days.", "Has the parcel not arrived?", True),
+        ("Thanks, the parcel arrived this morning in perfect condition.", "Has the parcel not arrived?", False),
+        ("I can't open the app since the last update.", "Is the customer not able to use the app?", True),
+        ("Loving the new update, the app is much faster now.", "Is the customer not happy?", False),
+        ("The food was cold and the driver was rude.", "Is the customer not satisfied?", True),
     ],
 )
 def test_requests_moods_and_their_negations(text, question, expected):
@@ -126,29 +140,6 @@ def test_a_negated_everyday_question_gets_about_one_minus_the_plain_answer():
     plain = decide(text, q=LikelihoodQuestion("Is the customer upset?"))["q"].probability
     negated = decide(text, q=LikelihoodQuestion("Is the customer not upset?"))["q"].probability
     assert plain < 0.5 < negated
-
-
-@pytest.mark.parametrize(
-    ("text", "question", "expected"),
-    [
-        ("My laptop will not turn on at all, even when it is plugged in.", "Is the laptop not working?", True),
-        ("The lift in our building has been broken for two weeks.", "Is the lift not working?", True),
-        (
-            "The heating came back on this morning, thanks for sending the engineer.",
-            "Is the heating not working?",
-            False,
-        ),
-        ("I still haven't received my parcel, it's been ten days.", "Has the parcel not arrived?", True),
-        ("Thanks, the parcel arrived this morning in perfect condition.", "Has the parcel not arrived?", False),
-        ("I can't open the app since the last update.", "Is the customer not able to use the app?", True),
-        ("Loving the new update, the app is much faster now.", "Is the customer not happy?", False),
-        ("The food was cold and the driver was rude.", "Is the customer not satisfied?", True),
-    ],
-)
-def test_negated_questions_about_a_state_are_answered_as_a_person_would(text, question, expected):
-    """Their plain form names what the text is about ("Is the laptop working?" of a broken laptop), so the
-    reader reads them as asked too (``negated_reading``)."""
-    assert (decide(text, q=LikelihoodQuestion(question))["q"].probability > 0.5) is expected
 
 
 def test_a_how_question_reads_each_level():
