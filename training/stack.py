@@ -243,10 +243,11 @@ class YesNoTable:
             # blend turned round, its reader evidence from both readings (``negated_reading``).
             turned = test & (self.source == "corpus")
             if turned.any():
-                pi = blender.kinds.probabilities(self.vectors[turned])
-                reading = negated_reading(self.r[turned], self.r_turned[turned], pi[:, QUESTION_KINDS.index("topic")])
-                out["turned"][turned] = 1 - blender.probability(pi, self.h[turned], reading)
-                out["turned, plain only"][turned] = 1 - blender.probability(pi, self.h[turned], self.r[turned])
+                kinds = blender.kinds.probabilities(self.vectors[turned])
+                topic = kinds[:, QUESTION_KINDS.index("topic")]
+                reading = negated_reading(self.r[turned], self.r_turned[turned], topic)
+                out["turned"][turned] = 1 - blender.probability(kinds, self.h[turned], reading)
+                out["turned, plain only"][turned] = 1 - blender.probability(kinds, self.h[turned], self.r[turned])
         out["head"] = sigmoid(turn * self.h)
         out["reader"] = sigmoid(turn * self.r)
         return out

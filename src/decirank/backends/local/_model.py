@@ -503,8 +503,7 @@ class LocalModel:
         else:
             reading = read_yes_no(asked, question.true, question.false)
             # The reader reads the plain form too: a negated question is its answer turned round (the caller's
-            # "true" then describes a no to the plain question).
-            # A negated question is read as asked too: both readings make its answer (``negated_reading``).
+            # "true" then describes a no to the plain question), and is also read as asked (``negated_reading``).
             true, false = (question.false, question.true) if reading.negated else (question.true, question.false)
             read = [reader_asks(reading.question, true, false)]
             if reading.negated:
