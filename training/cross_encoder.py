@@ -72,7 +72,7 @@ from corpus import by_domain, choice_rows, yes_no_rows
 
 from decirank.backends.local._head import strip_negation
 from decirank.backends.local._model import _runtime
-from decirank.backends.local._reader import asked, level_asked, option_asked
+from decirank.backends.local._reader import _label, asked, level_asked, option_asked
 
 MINILM = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
 HERE = Path(__file__).parent
@@ -238,7 +238,7 @@ def nearest_labels(choices) -> dict[str, dict[str, list[str]]]:
     for domain, rows in by_domain(choices).items():
         options = rows[0].options
         keys = list(options)
-        vectors = _runtime.dense_vectors([f"{k.replace('_', ' ')}: {options[k]}" for k in keys], threading.Event())[0]
+        vectors = _runtime.dense_vectors([f"{_label(k)}: {options[k]}" for k in keys], threading.Event())[0]
         similarity = vectors @ vectors.T
         out[domain] = {
             key: [keys[j] for j in np.argsort(-similarity[i], kind="stable") if j != i] for i, key in enumerate(keys)

@@ -243,7 +243,7 @@ class YesNoTable:
             # blend turned round, its reader evidence from both readings (``negated_reading``).
             turned = test & (self.source == "corpus")
             if turned.any():
-                kinds = blender.kinds.probabilities(self.vectors[turned])
+                kinds = pi[(self.source == "corpus")[test]]  # the test rows' kinds, of the turned ones
                 topic = kinds[:, QUESTION_KINDS.index("topic")]
                 reading = negated_reading(self.r[turned], self.r_turned[turned], topic)
                 out["turned"][turned] = 1 - blender.probability(kinds, self.h[turned], reading)

@@ -124,7 +124,7 @@ def test_a_negated_topic_question_gets_about_one_minus_the_plain_answer():
     assert decirank.filter(PETS, "Is this not about pets?", state={}).items == [PETS[1], PETS[3]]
 
 
-def test_the_reader_reads_a_negated_question_both_as_asked_and_as_its_plain_form():
+def test_negated_reading_averages_both_readings_unless_the_question_is_a_topic():
     """Of a question that is not a topic the two readings count alike (``negated_reading``)."""
     assert negated_reading(4.0, -2.0, topic=0.0) == pytest.approx(3.0)
     assert negated_reading(4.0, -2.0, topic=1.0) == pytest.approx(4.0)

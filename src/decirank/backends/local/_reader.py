@@ -148,7 +148,7 @@ class Blend:
     none_offset: float
     levels_reader: float
     #: where "topic" is among the kinds
-    topic_index: int = 0
+    topic_index: int
 
     @classmethod
     def load(cls, path) -> Blend:
