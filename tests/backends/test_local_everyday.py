@@ -7,15 +7,19 @@ with the text. Real weights, no fakes.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 
 import pytest
 
 import decirank
+from decirank.backends import create_backend
 from decirank.backends.local._assets import SHA256, find_blend, find_reader
+from decirank.backends.local._cache import text_key
+from decirank.backends.local._model import MAX_TOKENS, _runtime
 from decirank.backends.local._reader import asked as reader_asks
 from decirank.backends.local._reader import level_asked, option_asked, pair_ids
-from decirank.types.questions import LikelihoodQuestion, ScoreQuestion
+from decirank.types.questions import DecisionRequest, LikelihoodQuestion, ScoreQuestion
 
 from .test_local_shapes import decide
 
@@ -155,3 +159,19 @@ def test_a_how_question_reads_each_level():
     assert sum(answers["outage"].probabilities) == pytest.approx(1.0)
     assert max(range(3), key=answers["outage"].probabilities.__getitem__) == 2
     assert max(range(3), key=calm["calm"].probabilities.__getitem__) == 0
+
+
+def test_a_how_question_is_read_by_the_reader_alone():
+    """The reader reads each level with the text and nothing else answers, so the text gets no vector of its
+    own: the tokens the call reports are the reader's, and no dense vector of the text is made."""
+    text = "A water pipe burst in the server room twenty minutes ago and the floor is flooding."
+    question = "How urgent is this message?"
+    levels = ("low", "medium", "high")
+    _runtime.cache.clear()
+    request = DecisionRequest(state=text, questions={"q": ScoreQuestion(question, levels)})
+    response = asyncio.run(create_backend("local").decide(request))
+    text_ids = _runtime.token_ids([text])[0]
+    read = [pair_ids(_runtime.token_ids([level_asked(question, level)])[0], text_ids, MAX_TOKENS) for level in levels]
+    assert response.usage.input_tokens == sum(map(len, read))
+    assert _runtime.cache.get(text_key("dense", text)) is None
+    assert max(range(3), key=response.answers["q"].probabilities.__getitem__) == 2

@@ -450,6 +450,11 @@ class _Plan:
     #: a score question asked "how": each of its levels as the reader reads it (then nothing else is read)
     levels: list[str] = field(default_factory=list)
 
+    @property
+    def compared(self) -> tuple[str, ...]:
+        """The texts this question needs a vector of: none for a score question the reader answers alone."""
+        return () if self.levels else (*self.queries, *self.subjects, *self.example_texts)
+
 
 def _reading_texts(reading: YesNoReading) -> list[str]:
     """The texts a yes/no reading compares a subject with: topic, question, then each contrast's two sides."""
@@ -546,10 +551,9 @@ class LocalModel:
         """Answers by question id, tokens read, tokens served from the cache, notes by question id."""
         state_text = render_state(state)
         plans = {qid: self._plan(state_text, q) for qid, q in questions.items()}
-        # One pass per encoder over every distinct text of the call; SPLADE only where a passage question needs it.
-        texts = list(
-            dict.fromkeys(text for p in plans.values() for text in (*p.queries, *p.subjects, *p.example_texts))
-        )
+        # One pass per encoder over every distinct text the call compares; SPLADE only where a passage question
+        # needs it. A text only the reader reads (a score question's, asked "how") gets no vector.
+        texts = list(dict.fromkeys(text for p in plans.values() for text in p.compared))
         passage_texts = list(
             dict.fromkeys(text for p in plans.values() if p.shape == PASSAGE for text in (*p.queries, *p.subjects))
         )
@@ -568,7 +572,7 @@ class LocalModel:
         total_tokens = _runtime.token_count(texts) + sum(len(w) for t in windowed for w in readings[t].windows[1:])
         computed = 0
         vectors = _Vectors(texts)
-        if self.variant.dense:
+        if self.variant.dense and texts:
             vectors.dense, computed = _runtime.dense_vectors(texts, cancelled)
             if windowed:
                 windows, n = _runtime.dense_windows(windowed, cancelled)
@@ -589,6 +593,8 @@ class LocalModel:
             # The reader reads each question and text again, together: those tokens count too.
             total_tokens += read_tokens
             computed += n
+        read_only = list(dict.fromkeys(text for p in plans.values() for text in p.subjects if text not in readings))
+        readings.update(zip(read_only, _runtime.readings(read_only), strict=True))
         notes = {qid: _notes(plan, readings, set(windowed)) for qid, plan in plans.items()}
 
         answers: dict[str, Answer] = {}
