@@ -559,9 +559,8 @@ def export(model: CrossEncoder, path: Path) -> None:
     src = {k: v.detach().float().cpu().numpy() for k, v in model.encoder.state_dict().items()}
     w: dict[str, np.ndarray] = {}
     layers = 1 + max(int(k.split(".")[2]) for k in src if k.startswith("encoder.layer."))
-    # A reader that reads apart ships its upper layers only: the lower ones are the packaged MiniLM's.
-    for i in range(model.apart, layers):
-        s, p = f"encoder.layer.{i}.", f"l{i - model.apart}."
+    for i in range(layers):
+        s, p = f"encoder.layer.{i}.", f"l{i}."
         qkv = np.concatenate([src[f"{s}attention.self.{n}.weight"].T for n in ("query", "key", "value")], axis=1)
         w[p + "qkv.w"], w[p + "qkv.s"] = quantized(qkv)
         w[p + "qkv.b"] = np.concatenate([src[f"{s}attention.self.{n}.bias"] for n in ("query", "key", "value")])
@@ -570,14 +569,10 @@ def export(model: CrossEncoder, path: Path) -> None:
             w[f"{p}{name}.b"] = src[s + tensor + ".bias"]
         for norm, name in (("norm1", "attention.output.LayerNorm"), ("norm2", "output.LayerNorm")):
             w[f"{p}{norm}.g"], w[f"{p}{norm}.b"] = src[f"{s}{name}.weight"], src[f"{s}{name}.bias"]
-    if model.apart:  # the embeddings are the packaged MiniLM's too
-        w["apart"] = np.array([model.apart], np.int64)
-        w["segment"] = model.segment.detach().float().cpu().numpy()
-    else:
-        w["positions"] = src["embeddings.position_embeddings.weight"]
-        w["token_type"] = src["embeddings.token_type_embeddings.weight"][0]
-        w["embeddings.norm.g"] = src["embeddings.LayerNorm.weight"]
-        w["embeddings.norm.b"] = src["embeddings.LayerNorm.bias"]
+    w["positions"] = src["embeddings.position_embeddings.weight"]
+    w["token_type"] = src["embeddings.token_type_embeddings.weight"][0]
+    w["embeddings.norm.g"] = src["embeddings.LayerNorm.weight"]
+    w["embeddings.norm.b"] = src["embeddings.LayerNorm.bias"]
     w["output.w"] = model.output.weight.detach().float().cpu().numpy().reshape(-1)
     w["output.b"] = model.output.bias.detach().float().cpu().numpy().reshape(-1)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -726,6 +721,8 @@ def main() -> None:
         folds = [int(args.fold)]
     else:
         parser.error(f"--fold: expected 0..{everyday.FOLDS - 1}, final or every, got {args.fold!r}")
+    if args.apart and None in folds:
+        parser.error("--apart: the runtime reads question and text together, so such a reader is judged by folds only")
     corpus_rows = yes_no_rows(args.data, 0)
     # Only a recipe that trains on them reads the 28 sets' choice files.
     corpus_choices = choice_rows(args.data, 0, per_domain=args.corpus_choices * 4) if args.corpus_choices else []
