@@ -557,9 +557,11 @@ class LocalModel:
         passage_texts = list(
             dict.fromkeys(text for p in plans.values() if p.shape == PASSAGE for text in (*p.queries, *p.subjects))
         )
+        # Every text the call reads, the reader's alone too (their notes say where a text was cut).
+        every_text = list(dict.fromkeys([*texts, *(text for p in plans.values() for text in p.subjects)]))
+        readings = dict(zip(every_text, _runtime.readings(every_text), strict=True))
         # Passages judged against a query are read whole, window by window (MAX_WINDOWS); only those
         # with more than one window take the windowed path, so a short passage reads exactly as before.
-        readings = dict(zip(texts, _runtime.readings(texts), strict=True))
         windowed = list(
             dict.fromkeys(
                 text
@@ -593,8 +595,6 @@ class LocalModel:
             # The reader reads each question and text again, together: those tokens count too.
             total_tokens += read_tokens
             computed += n
-        read_only = list(dict.fromkeys(text for p in plans.values() for text in p.subjects if text not in readings))
-        readings.update(zip(read_only, _runtime.readings(read_only), strict=True))
         notes = {qid: _notes(plan, readings, set(windowed)) for qid, plan in plans.items()}
 
         answers: dict[str, Answer] = {}
