@@ -33,7 +33,8 @@ The model reads "question [SEP] text", mean-pools and gives the logit of
 ``--fold K`` leaves out the domains of fold K (of both the everyday set and
 the 28 sets; ``everyday.FOLDS``), then writes the model's logits on every
 held-out row to ``training/heldout/fold-K.json`` with the seed and commit
-that made them. ``training/stack.py`` builds both leave-one-domain-out
+that made them (a choice row's options twice: described, and named only as
+a caller who passes a list of labels asks them, ``choice_bare``). ``training/stack.py`` builds both leave-one-domain-out
 tables from those files, and fits the blend with the decision head, so the
 folds can be trained one at a time, on different machines, and committed as
 they finish. ``--fold final`` trains on every domain and writes
@@ -124,6 +125,11 @@ CORPUS_OPTIONS = 5
 #: a near miss that "none" answers, the kind a held-out domain's reader gets wrong with confidence ("Can you
 #: check my cholesterol?" read as a blood-pressure check). 0 in the shipped recipe (``--hard-options``).
 HARD_OPTIONS = 0
+#: Share of the choice groups (everyday and the 28 sets') also trained with bare options: the option's name
+#: alone ("Which team? billing"), as a caller who passes a list of labels asks. A reader that only ever saw
+#: described options reads every bare one as a no (training/README.md). 0 in the shipped recipe
+#: (``--bare-options``).
+BARE_OPTIONS = 0.0
 
 
 def encode(tokenizer, pairs: list[tuple[str, str]], apart: int = 0) -> dict[str, torch.Tensor]:
@@ -288,6 +294,23 @@ def _choice_groups(
     return out
 
 
+def _described_and_bare(
+    question: str,
+    options: dict[str, str],
+    text: str,
+    answer: int,
+    rng: random.Random,
+    dropped: float,
+    bare: float,
+) -> list[Group]:
+    """A choice row's groups with its options described, and (``bare`` of the time) named only."""
+    out = _choice_groups(tuple(option_asked(question, k, d) for k, d in options.items()), text, answer, rng, dropped)
+    # Drawn only when asked for, so the shipped recipe's groups (and checkpoint names) stay as they were.
+    if bare and rng.random() < bare:
+        out += _choice_groups(tuple(option_asked(question, k, "") for k in options), text, answer, rng, dropped)
+    return out
+
+
 def nearest_labels(choices) -> dict[str, dict[str, list[str]]]:
     """Each choice domain's labels, each with the domain's other labels from the nearest to the farthest
     (cosine of the runtime's MiniLM vectors of "label: description")."""
@@ -310,6 +333,7 @@ def corpus_choice_groups(
     per_domain: int = CORPUS_CHOICES,
     dropped: float = ANSWER_DROPPED,
     hard: int = HARD_OPTIONS,
+    bare: float = BARE_OPTIONS,
 ) -> list[Group]:
     """``per_domain`` rows of each of the 28 sets' choice domains, each among ``CORPUS_OPTIONS`` of its
     labels (its own, the ``hard`` nearest it and others drawn at random, in random order): in-domain texts
@@ -325,8 +349,8 @@ def corpus_choice_groups(
             others = [key for key in row.options if key != row.label and key not in near]
             keys = [row.label, *near, *rng.sample(others, min(CORPUS_OPTIONS - 1 - len(near), len(others)))]
             rng.shuffle(keys)
-            questions = tuple(option_asked(row.question, key, row.options[key]) for key in keys)
-            out += _choice_groups(questions, row.text, keys.index(row.label), rng, dropped)
+            options = {key: row.options[key] for key in keys}
+            out += _described_and_bare(row.question, options, row.text, keys.index(row.label), rng, dropped, bare)
     return out
 
 
@@ -341,6 +365,7 @@ def training_groups(
     corpus_per_domain: int = CORPUS_CHOICES,
     answer_dropped: float = ANSWER_DROPPED,
     hard_options: int = HARD_OPTIONS,
+    bare_options: float = BARE_OPTIONS,
 ) -> list[Group]:
     _, choices, scores = data
     rng = random.Random(seed)
@@ -348,14 +373,15 @@ def training_groups(
     for row in choices:
         if row.domain not in held_everyday:
             keys = list(row.options)
-            questions = tuple(option_asked(row.question, k, d) for k, d in row.options.items())
             answer = keys.index(row.answer) if row.answer in keys else len(keys)
-            out += _choice_groups(questions, row.text, answer, rng, answer_dropped)
+            out += _described_and_bare(row.question, row.options, row.text, answer, rng, answer_dropped, bare_options)
     for row in scores:
         if row.domain not in held_everyday:
             questions = tuple(level_asked(row.question, level) for level in row.levels)
             out += [Group(questions, row.text, row.answer, False, ordered=True)] * score_repeat
-    return out + corpus_choice_groups(corpus_choices, held_corpus, rng, corpus_per_domain, answer_dropped, hard_options)
+    return out + corpus_choice_groups(
+        corpus_choices, held_corpus, rng, corpus_per_domain, answer_dropped, hard_options, bare_options
+    )
 
 
 def group_loss(logits: torch.Tensor, groups: list[Group], ordinal: float = ORDINAL) -> torch.Tensor:
@@ -501,7 +527,13 @@ def judged_rows(corpus_rows, held_corpus: set[str]) -> list:
 def held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, held_corpus, device) -> dict:
     yes_no, choices, scores = data
     pairs: list[tuple[str, str]] = []
-    spans: dict[str, list[tuple[object, int, int]]] = {"yes_no": [], "choice": [], "score": [], "corpus": []}
+    spans: dict[str, list[tuple[object, int, int]]] = {
+        "yes_no": [],
+        "choice": [],
+        "choice_bare": [],
+        "score": [],
+        "corpus": [],
+    }
 
     def add(kind: str, row, questions: list[str]) -> None:
         spans[kind].append((row, len(pairs), len(pairs) + len(questions)))
@@ -515,6 +547,8 @@ def held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, hel
     for row in choices:
         if row.domain in held_everyday:
             add("choice", row, [option_asked(row.question, k, d) for k, d in row.options.items()])
+            # The same options named only, as a caller who passes a list of labels asks them.
+            add("choice_bare", row, [option_asked(row.question, k, "") for k in row.options])
     for row in scores:
         if row.domain in held_everyday:
             add("score", row, [level_asked(row.question, level) for level in row.levels])
@@ -533,10 +567,13 @@ def held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, hel
             }
             for r, a, b in spans["yes_no"]
         ],
-        "choice": [
-            {"line": r.line, "key": everyday.row_key(r.question, r.text), "logits": _round(out[a:b])}
-            for r, a, b in spans["choice"]
-        ],
+        **{
+            kind: [
+                {"line": r.line, "key": everyday.row_key(r.question, r.text), "logits": _round(out[a:b])}
+                for r, a, b in spans[kind]
+            ]
+            for kind in ("choice", "choice_bare")
+        },
         "score": [
             {"line": r.line, "key": everyday.row_key(r.question, r.text), "logits": _round(out[a:b])}
             for r, a, b in spans["score"]
@@ -600,6 +637,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         corpus_per_domain=args.corpus_choices,
         answer_dropped=args.answer_dropped,
         hard_options=args.hard_options,
+        bare_options=args.bare_options,
     )
     questions = len(pairs) + sum(len(group.questions) for group in groups)
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
@@ -616,6 +654,8 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         settings += (("apart", args.apart),)
     if args.layers:
         settings += (("layers", args.layers),)
+    if args.bare_options:
+        settings += (("bare", args.bare_options),)
     recipe = hashlib.blake2b(
         repr((pairs, [(group, group.target()) for group in groups], settings)).encode("utf-8"), digest_size=4
     ).hexdigest()
@@ -640,6 +680,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             "hard_options": args.hard_options,
             "apart": args.apart,
             "layers": args.layers,
+            "bare_options": args.bare_options,
         },
         "training_questions": questions,
         "training_seconds": round(trained_s),
@@ -708,6 +749,12 @@ def main() -> None:
         type=int,
         default=0,
         help="keep only MiniLM's first this many layers (default 0: all six)",
+    )
+    parser.add_argument(
+        "--bare-options",
+        type=float,
+        default=BARE_OPTIONS,
+        help=f"share of choice groups also trained with their options named only (default {BARE_OPTIONS})",
     )
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
