@@ -49,7 +49,7 @@ from vectors import VectorStore
 
 from decirank.backends.local._assets import find_decision_head
 from decirank.backends.local._head import DecisionHead, asks_yes_or_no, read_yes_no, strip_negation
-from decirank.backends.local._reader import _label, negated_reading
+from decirank.backends.local._reader import negated_reading
 
 HERE = Path(__file__).parent
 ASSETS = HERE.parent / "src" / "decirank" / "backends" / "local" / "assets"
@@ -112,7 +112,7 @@ def everyday_strings(yes_no, choices, scores) -> list[str]:
         reading = read_yes_no(row.question, getattr(row, "true", None), getattr(row, "false", None))
         out += [row.text, reading.topic, reading.question, *(s for pair in reading.contrasts for s in pair)]
     for row in choices:
-        out += [row.text, *row.options.values(), *(_label(key) for key in row.options)]
+        out += [row.text, *row.options.values(), *row.options]
     return list(dict.fromkeys(out))
 
 
@@ -528,7 +528,8 @@ def _choice_rows(choices, having: dict[int, dict], store: VectorStore, kind: str
         if i not in entries:
             continue
         keys = list(row.options)
-        named = [_label(key) for key in keys] if kind == "choice_bare" else list(row.options.values())
+        # Named only, an option is compared by its name as the caller wrote it (classify's list of labels).
+        named = keys if kind == "choice_bare" else list(row.options.values())
         cosine = store.of([row.text]) @ store.of(named).T
         answer = keys.index(row.answer) if row.answer in keys else -1
         rows.append((row, np.array(entries[i]["logits"]), cosine[0], answer))
@@ -689,12 +690,16 @@ def main() -> None:
 
     blend = {"yes_no": table.fit(np.ones(len(table.y), bool)).to_dict()}
     blend["choice"] = choice_table(choices, folds, store)
-    # Not shipped yet: only a recipe that trains on options named only writes their logits.
-    choice_table(choices, folds, store, bare=True)
+    # Options named only (a caller's list of labels) have a blend of their own, from the folds that read them.
+    bare = choice_table(choices, folds, store, bare=True)
+    if bare:
+        blend["choice_bare"] = bare
     blend["score"] = score_table(scores, folds, store, heads)
     print(f"\nshipped yes/no blend: {json.dumps(blend['yes_no'])[:300]}")
     print(f"shipped choice blend: {json.dumps(blend['choice'])}")
     print(f"shipped score blend: {json.dumps(blend['score'])}")
+    if bare:
+        print(f"shipped choice blend, options named only: {json.dumps(bare)}")
     if not args.no_write and not args.everyday_only:
         path = ASSETS / "blend.json"
         path.write_text(json.dumps(blend, indent=1) + "\n", encoding="utf-8")
