@@ -34,10 +34,10 @@ The model reads "question [SEP] text", mean-pools and gives the logit of
 the 28 sets; ``everyday.FOLDS``), then writes the model's logits on every
 held-out row to ``training/heldout/fold-K.json`` with the seed and commit
 that made them (a choice row's options twice: described, and named only as
-a caller who passes a list of labels asks them, ``choice_bare``). ``training/stack.py`` builds both leave-one-domain-out
-tables from those files, and fits the blend with the decision head, so the
-folds can be trained one at a time, on different machines, and committed as
-they finish. ``--fold final`` trains on every domain and writes
+a caller who passes a list of labels asks them, ``choice_bare``).
+``training/stack.py`` builds both leave-one-domain-out tables from those
+files, and fits the blend with the decision head, so the folds can be
+trained one at a time, on different machines, and committed as they finish. ``--fold final`` trains on every domain and writes
 ``assets/reader.npz`` (int8 linear layers; the word embeddings are frozen
 and shared with the packaged MiniLM at run time, so they are not shipped).
 
