@@ -528,11 +528,7 @@ def held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, hel
     yes_no, choices, scores = data
     pairs: list[tuple[str, str]] = []
     spans: dict[str, list[tuple[object, int, int]]] = {
-        "yes_no": [],
-        "choice": [],
-        "choice_bare": [],
-        "score": [],
-        "corpus": [],
+        kind: [] for kind in ("yes_no", "choice", "choice_bare", "score", "corpus")
     }
 
     def add(kind: str, row, questions: list[str]) -> None:
@@ -567,17 +563,14 @@ def held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, hel
             }
             for r, a, b in spans["yes_no"]
         ],
+        # A choice's options and a score's levels: one logit each, in the row's order.
         **{
             kind: [
                 {"line": r.line, "key": everyday.row_key(r.question, r.text), "logits": _round(out[a:b])}
                 for r, a, b in spans[kind]
             ]
-            for kind in ("choice", "choice_bare")
+            for kind in ("choice", "choice_bare", "score")
         },
-        "score": [
-            {"line": r.line, "key": everyday.row_key(r.question, r.text), "logits": _round(out[a:b])}
-            for r, a, b in spans["score"]
-        ],
         "corpus": [
             {"index": index[id(r)], "key": everyday.row_key(r.question, r.text), "logits": _round(out[a:b])}
             for r, a, b in spans["corpus"]
