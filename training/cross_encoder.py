@@ -228,7 +228,9 @@ def held_domains(fold: int | None, corpus_rows, everyday_rows) -> tuple[set[str]
     )
 
 
-def training_pairs(corpus_rows, data, held_everyday, held_corpus, seed: int) -> list[tuple[str, str, int]]:
+def training_pairs(
+    corpus_rows, data, held_everyday, held_corpus, seed: int, everyday_negated: float = EVERYDAY_NEGATED
+) -> list[tuple[str, str, int]]:
     yes_no = data[0]  # the choice and score rows are trained as groups (training_groups)
     rng = random.Random(seed)
     pairs: list[tuple[str, str, int]] = []
@@ -241,7 +243,7 @@ def training_pairs(corpus_rows, data, held_everyday, held_corpus, seed: int) -> 
             # The runtime asks the reader a negated question's plain form and turns the answer round, so the
             # reader learns that form: "Is the laptop working?" of a broken laptop is a no, though on topic.
             pairs += [(asked(plain), row.text, 1 - row.label)] * EVERYDAY_REPEAT
-        if row.kind != "negated" and rng.random() < EVERYDAY_NEGATED:
+        if row.kind != "negated" and rng.random() < everyday_negated:
             pairs.append((asked(negate(row.question)), row.text, 1 - row.label))
     groups: dict[tuple[str, str], list] = {}
     for row in corpus_rows:
@@ -619,7 +621,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     held_everyday, held_corpus = held_domains(fold, corpus_rows, data[0])
     name = "final" if fold is None else f"fold-{fold}"
     print(f"{name}: holding out {sorted(held_everyday)} and {sorted(held_corpus)}", flush=True)
-    pairs = training_pairs(corpus_rows, data, held_everyday, held_corpus, seed)
+    pairs = training_pairs(corpus_rows, data, held_everyday, held_corpus, seed, args.everyday_negated)
     groups = training_groups(
         data,
         held_everyday,
@@ -674,6 +676,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             "apart": args.apart,
             "layers": args.layers,
             "bare_options": args.bare_options,
+            "everyday_negated": args.everyday_negated,
         },
         "training_questions": questions,
         "training_seconds": round(trained_s),
@@ -748,6 +751,12 @@ def main() -> None:
         type=float,
         default=BARE_OPTIONS,
         help=f"share of choice groups also trained with their options named only (default {BARE_OPTIONS})",
+    )
+    parser.add_argument(
+        "--everyday-negated",
+        type=float,
+        default=EVERYDAY_NEGATED,
+        help=f"share of everyday yes/no questions also asked negated, answer turned round (default {EVERYDAY_NEGATED})",
     )
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
