@@ -29,7 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ChoiceRow", "ScoreRow", "YesNoRow", "by_domain", "choice_rows", "score_rows", "yes_no_rows"]
+__all__ = ["ChoiceRow", "YesNoRow", "by_domain", "choice_rows", "yes_no_rows"]
 
 TOPIC, ATTRIBUTE, PASSAGE = "topic", "attribute", "passage"
 #: Questions drawn per domain and family, at most (more costs time, not quality, past this).
@@ -56,16 +56,6 @@ class ChoiceRow:
     #: option key -> description
     options: dict[str, str] = field(hash=False)
     label: str = ""
-
-
-@dataclass(frozen=True)
-class ScoreRow:
-    domain: str
-    text: str
-    question: str
-    levels: tuple[str, ...]
-    #: the share of the answer on each level: a polarity label says which end, not which level of it
-    target: tuple[float, ...]
 
 
 def _read(data: Path, name: str) -> list[dict]:
@@ -372,54 +362,6 @@ def choice_rows(data: Path, seed: int = 0, per_domain: int = 1000) -> list[Choic
     own = [row for row in _read(data, "yahoo_topic") if row["label"] == 1]
     for row in _sample(own, per_domain, rng):
         rows.append(ChoiceRow("yahoo", row["text"], "What is this question about?", yahoo, row["true_topic"]))
-    return rows
-
-
-# --- score ----------------------------------------------------------------------------------------------
-
-#: Graded scales a sentiment label answers: (question, levels from the negative end, whether the scale is
-#: for reviews only). {kind} is what a text is called.
-_SENTIMENT_SCALES = (
-    ("How positive is this {kind}?", ("very negative", "negative", "neutral", "positive", "very positive"), False),
-    ("What is the sentiment of this {kind}?", ("negative", "neutral", "positive"), False),
-    (
-        "How satisfied is the writer?",
-        ("very dissatisfied", "dissatisfied", "neutral", "satisfied", "very satisfied"),
-        False,
-    ),
-    ("How happy is the writer with it?", ("unhappy", "neutral", "happy"), False),
-    (
-        "What star rating does this {kind} most likely go with?",
-        ("1 star", "2 stars", "3 stars", "4 stars", "5 stars"),
-        True,
-    ),
-)
-
-
-def _side_target(levels: int, side: str) -> tuple[float, ...]:
-    """A polarity's share on each level: a side's half of the scale evenly (the middle level is neutral's)."""
-    if side == "neutral":
-        return tuple(float(i == levels // 2) for i in range(levels))
-    half = range(levels // 2) if side == "negative" else range(levels - levels // 2, levels)
-    return tuple(1.0 / len(half) if i in half else 0.0 for i in range(levels))
-
-
-def score_rows(data: Path, seed: int = 0, per_domain: int = 1000) -> list[ScoreRow]:
-    """Graded sentiment questions ("How positive is this review?", a star rating) over the sentiment sets,
-    ``per_domain`` at most from each: a positive text's answer is spread over the scale's upper half, a
-    negative one's over the lower half, a neutral tweet's is the middle level."""
-    rng = random.Random(seed)
-    rows: list[ScoreRow] = []
-    for domain, name, kind, positive in _SENTIMENT:
-        if domain == "mpqa":  # phrases of a few words: no writer, no review to rate
-            continue
-        scales = [scale for scale in _SENTIMENT_SCALES if not scale[2] or "review" in kind]
-        for row in _sample(_read(data, name), per_domain, rng):
-            question, levels, _ = rng.choice(scales)
-            side = "neutral" if row["label"] == "neutral" else "positive" if row["label"] == positive else "negative"
-            rows.append(
-                ScoreRow(domain, row["text"], question.format(kind=kind), levels, _side_target(len(levels), side))
-            )
     return rows
 
 

@@ -58,7 +58,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -70,7 +70,7 @@ from transformers.masking_utils import create_bidirectional_mask
 sys.path.insert(0, str(Path(__file__).parent))
 import everyday
 from _strings import negate
-from corpus import by_domain, choice_rows, score_rows, yes_no_rows
+from corpus import by_domain, choice_rows, yes_no_rows
 
 from decirank.backends.local._head import strip_negation
 from decirank.backends.local._model import _runtime
@@ -130,11 +130,6 @@ HARD_OPTIONS = 0
 #: described options reads every bare one as a no (training/README.md). 0 in the shipped recipe
 #: (``--bare-options``).
 BARE_OPTIONS = 0.0
-#: Graded sentiment questions of each of the 28 sets' sentiment domains trained as score groups ("How positive
-#: is this review?", a star rating; ``corpus.score_rows``): the everyday score rows hold one star-rating scale
-#: in two domains of one fold, which a reader that never saw "4 stars" reads flat. 0 in the shipped recipe
-#: (``--corpus-scores``).
-CORPUS_SCORES = 0
 
 
 def encode(tokenizer, pairs: list[tuple[str, str]], apart: int = 0) -> dict[str, torch.Tensor]:
@@ -277,14 +272,9 @@ class Group:
     answer: int
     none_fits: bool
     ordered: bool = False
-    #: the target itself, where a label says only which end of a scale (``corpus.ScoreRow.target``); left
-    #: out of the repr, so the recipes before it keep their checkpoint names (``target`` is in them)
-    spread: tuple[float, ...] | None = field(default=None, repr=False)
 
     def target(self) -> list[float]:
         """The softmax's target over the questions (and "none" last, where it fits)."""
-        if self.spread is not None:
-            return list(self.spread)
         size = len(self.questions) + self.none_fits
         out = [float(i == self.answer) for i in range(size)]
         if self.ordered:
@@ -378,7 +368,6 @@ def training_groups(
     answer_dropped: float = ANSWER_DROPPED,
     hard_options: int = HARD_OPTIONS,
     bare_options: float = BARE_OPTIONS,
-    corpus_scores=(),
 ) -> list[Group]:
     _, choices, scores = data
     rng = random.Random(seed)
@@ -392,11 +381,6 @@ def training_groups(
         if row.domain not in held_everyday:
             questions = tuple(level_asked(row.question, level) for level in row.levels)
             out += [Group(questions, row.text, row.answer, False, ordered=True)] * score_repeat
-    out += [
-        Group(tuple(level_asked(row.question, level) for level in row.levels), row.text, -1, False, True, row.target)
-        for row in corpus_scores
-        if row.domain not in held_corpus
-    ]
     return out + corpus_choice_groups(
         corpus_choices, held_corpus, rng, corpus_per_domain, answer_dropped, hard_options, bare_options
     )
@@ -409,16 +393,12 @@ def group_loss(logits: torch.Tensor, groups: list[Group], ordinal: float = ORDIN
     for group in groups:
         mine = logits[at : at + len(group.questions)]
         at += len(group.questions)
-        labels += (
-            list(group.spread)
-            if group.spread is not None
-            else [float(i == group.answer) for i in range(len(group.questions))]
-        )
+        labels += [float(i == group.answer) for i in range(len(group.questions))]
         if group.none_fits:
             mine = torch.cat([mine, mine.new_zeros(1)])
         target = torch.tensor([group.target()], device=mine.device)
         listwise.append(torch.nn.functional.cross_entropy(mine[None], target))
-        if group.ordered and ordinal and group.spread is None:
+        if group.ordered and ordinal:
             levels = torch.arange(len(group.questions), dtype=mine.dtype, device=mine.device)
             expected = (torch.softmax(mine, dim=0) * levels).sum()
             distances.append(((expected - group.answer) / (len(group.questions) - 1)) ** 2)
@@ -635,7 +615,7 @@ def export(model: CrossEncoder, path: Path) -> None:
     print(f"wrote {path} ({path.stat().st_size} bytes), sha256 {digest}: record it in _assets.SHA256")
 
 
-def run_fold(fold: int | None, args, corpus_rows, corpus_choices, corpus_scores, data) -> None:
+def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     seed = args.seed + (fold if fold is not None else FINAL_SEED)
     torch.manual_seed(seed)
     held_everyday, held_corpus = held_domains(fold, corpus_rows, data[0])
@@ -653,7 +633,6 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, corpus_scores,
         answer_dropped=args.answer_dropped,
         hard_options=args.hard_options,
         bare_options=args.bare_options,
-        corpus_scores=corpus_scores,
     )
     questions = len(pairs) + sum(len(group.questions) for group in groups)
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
@@ -672,8 +651,6 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, corpus_scores,
         settings += (("layers", args.layers),)
     if args.bare_options:
         settings += (("bare", args.bare_options),)
-    if args.corpus_scores:
-        settings += (("corpus_scores", args.corpus_scores),)
     recipe = hashlib.blake2b(
         repr((pairs, [(group, group.target()) for group in groups], settings)).encode("utf-8"), digest_size=4
     ).hexdigest()
@@ -700,7 +677,6 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, corpus_scores,
             "layers": args.layers,
             "bare_options": args.bare_options,
             "everyday_negated": args.everyday_negated,
-            "corpus_scores": args.corpus_scores,
         },
         "training_questions": questions,
         "training_seconds": round(trained_s),
@@ -782,12 +758,6 @@ def main() -> None:
         default=EVERYDAY_NEGATED,
         help=f"share of everyday yes/no questions also asked negated, answer turned round (default {EVERYDAY_NEGATED})",
     )
-    parser.add_argument(
-        "--corpus-scores",
-        type=int,
-        default=CORPUS_SCORES,
-        help=f"graded sentiment questions of each of the 28 sets' sentiment domains trained (default {CORPUS_SCORES})",
-    )
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
@@ -805,10 +775,9 @@ def main() -> None:
     corpus_rows = yes_no_rows(args.data, 0)
     # Only a recipe that trains on them reads the 28 sets' choice files.
     corpus_choices = choice_rows(args.data, 0, per_domain=args.corpus_choices * 4) if args.corpus_choices else []
-    corpus_scores = score_rows(args.data, 0, per_domain=args.corpus_scores) if args.corpus_scores else []
     data = everyday.load(args.everyday)
     for fold in folds:
-        run_fold(fold, args, corpus_rows, corpus_choices, corpus_scores, data)
+        run_fold(fold, args, corpus_rows, corpus_choices, data)
 
 
 if __name__ == "__main__":
