@@ -76,53 +76,28 @@ def test_the_rebuilt_minilm_graph_computes_what_the_packaged_one_does():
     assert float(reference @ _runtime.dense.vector(ids.tolist())) > 0.99
 
 
-def _one_linear_layer(weight, scale, bias, signed: bool, monkeypatch) -> bytes:
+def test_an_int8_layer_is_exact_on_this_cpu():
+    """Large activations against large weights of one sign: an x86 CPU without VNNI saturates the pairwise
+    sums of such products unless the session asks for exact ones; the layer must equal the integer sum."""
     import numpy as np
 
     from decirank.backends.local import _encoders
     from decirank.backends.local._onnx import Graph
 
-    monkeypatch.setattr(_encoders, "SIGNED_INT8_WEIGHTS", signed)
-    bert = _encoders._BertGraph(heads=1)
-    bert.graph = Graph()  # the layer alone, without the encoder's position input
-    x = bert.graph.input("x", np.float32, [1, "length", weight.shape[0]])
-    return bert.graph.to_bytes(bert.linear(x, weight, bias, scale))
-
-
-@pytest.mark.parametrize("signed", [True, False])
-def test_an_int8_layer_is_exact_where_its_weights_go_to_onnxruntime_as_this_cpu_needs(signed, monkeypatch):
-    """Large activations against large weights of one sign: an x86 CPU without VNNI saturates the signed
-    products' pairwise sums, so there the layer goes unsigned; either way it must equal the integer sum."""
-    import numpy as np
-
-    from decirank.backends.local import _encoders
-
-    if signed and not _encoders._has_vnni():
-        pytest.skip("signed int8 weights are not exact on this CPU: it has no VNNI")
     rng = np.random.default_rng(0)
     weight = np.where(rng.random((64, 8)) < 0.5, 127, 120).astype(np.int8)
     scale, bias = np.full(8, 0.01, np.float32), np.zeros(8, np.float32)
+    bert = _encoders._BertGraph(heads=1)
+    bert.graph = Graph()  # the layer alone, without the encoder's position input
+    layer = bert.linear(bert.graph.input("x", np.float32, [1, "length", 64]), weight, bias, scale)
     x = np.concatenate([np.full((1, 3, 64), 1.0), rng.uniform(-0.05, 1.0, (1, 3, 64))], axis=1).astype(np.float32)
-    session = _encoders._session(_one_linear_layer(weight, scale, bias, signed, monkeypatch))
-    got = session.run(None, {"x": x})[0]
+    got = _encoders._session(bert.graph.to_bytes(layer)).run(None, {"x": x})[0]
     # onnxruntime's dynamic quantization of the activations: uint8 over [min(x, 0), max(x, 0)]
     step = (max(x.max(), 0.0) - min(x.min(), 0.0)) / 255.0
     zero = np.clip(np.rint(-min(x.min(), 0.0) / step), 0, 255)
     quantized = np.clip(np.rint(x / step) + zero, 0, 255) - zero
     exact = (quantized.astype(np.int64) @ weight.astype(np.int64)) * step * scale
     np.testing.assert_allclose(got, exact, rtol=1e-4)
-
-
-def test_vnni_is_read_from_the_cpu_flags(tmp_path):
-    from decirank.backends.local import _encoders
-
-    with_vnni, without = tmp_path / "with", tmp_path / "without"
-    with_vnni.write_text("flags\t\t: fpu sse2 avx2 avx512f avx512_vnni\n")
-    without.write_text("flags\t\t: fpu sse2 avx2\n")
-    x86 = _encoders.platform.machine().lower() in ("x86_64", "amd64")
-    assert _encoders._has_vnni(with_vnni) is x86
-    assert _encoders._has_vnni(without) is False
-    assert _encoders._has_vnni(tmp_path / "missing") is False
 
 
 def test_a_missing_package_names_the_pip_command(monkeypatch):
