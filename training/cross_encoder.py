@@ -90,7 +90,7 @@ EPOCHS = 3.0
 #: Questions of the 28 sets drawn per (domain, family) for training, and judged per held-out (domain, family).
 CORPUS_PER_GROUP = 240
 CORPUS_JUDGED_PER_GROUP = 300
-#: Share of the 28 sets' training questions also asked negated, and of the everyday yes/no questions.
+#: Share of the 28 sets' training questions also asked negated, and of the everyday yes/no questions (``--everyday-negated``).
 CORPUS_NEGATED = 0.3
 EVERYDAY_NEGATED = 0.2
 #: The final model's seed (beside ``--seed``): the recipe's second draw, 102, is shipped; the first, 101,
