@@ -92,7 +92,7 @@ from ._head import (
 )
 from ._language import looks_non_english
 from ._onnx import read_initializers
-from ._reader import READ_OPTIONS, Blend, Reader, level_asked, negated_reading, option_asked, pair_ids
+from ._reader import READ_OPTIONS, Blend, Reader, level_asked, named_only, negated_reading, option_asked, pair_ids
 from ._reader import asked as reader_asks
 from ._text import BACKGROUND_TOPICS, is_none_option, refers_to_state, split_frame, split_question
 
@@ -765,10 +765,13 @@ class LocalModel:
                 for k in top
             ]
         )
-        mixed = _softmax(blend.choice_reader * read + blend.choice_cosine * MAPS.label_sharpness * similarity[top])
+        # Options named only are read with less certainty than described ones: they have a blend of their own.
+        bare = all(named_only(plan.keys[k], plan.subjects[k]) for k in top)
+        fitted = blend.bare_choice if bare else blend.choice
+        mixed = _softmax(fitted.reader * read + fitted.cosine * MAPS.label_sharpness * similarity[top])
         distribution[top] = distribution[top].sum() * mixed
-        evidence = blend.none_best * read.max() + blend.none_cosine * MAPS.label_sharpness * similarity.max()
-        none = float(_sigmoid(evidence + blend.none_offset))
+        evidence = fitted.none_best * read.max() + fitted.none_cosine * MAPS.label_sharpness * similarity.max()
+        none = float(_sigmoid(evidence + fitted.none_offset))
         if plan.example_texts:
             return self._few_shot_choice(question, plan, vectors, none)
         probabilities = dict(zip(plan.keys, (float(p) for p in distribution), strict=True))

@@ -25,7 +25,7 @@ import numpy as np
 
 from ._encoders import _BertGraph, _Encoder, _session, word_embedding
 
-__all__ = ["Blend", "Reader", "asked", "level_asked", "negated_reading", "option_asked", "pair_ids"]
+__all__ = ["Blend", "ChoiceBlend", "Reader", "asked", "level_asked", "named_only", "negated_reading", "option_asked", "pair_ids"]
 
 #: Options of a choice the reader reads: the bi-encoder's best this many (the rest keep the bi-encoder's share).
 READ_OPTIONS = 8
@@ -52,10 +52,16 @@ def _label(key: str) -> str:
     return key.replace("_", " ").strip()
 
 
+def named_only(key: str, description: str) -> bool:
+    """Whether an option is its name alone, as in a caller's list of labels ("billing", "shipping")."""
+    description = (description or "").strip()
+    return not description or description.lower() in (key.strip().lower(), _label(key).lower())
+
+
 def option_asked(question: str, key: str, description: str) -> str:
     """One option of a choice as a yes/no question: the question, the option's name and what it covers."""
     name, description = _label(key), (description or "").strip()
-    if not description or description.lower() == name.lower():
+    if named_only(key, description):
         return f"{question.strip()} {name}"
     if name.isdigit():  # a position, as rank keys its items: it says nothing of the option
         return f"{question.strip()} {description}"
@@ -120,6 +126,21 @@ class Reader(_Encoder):
 
 
 @dataclass(frozen=True)
+class ChoiceBlend:
+    """A choice's options read by the reader: their softmax, and the map of "none of these"."""
+
+    reader: float
+    cosine: float
+    none_best: float
+    none_cosine: float
+    none_offset: float
+
+    @classmethod
+    def of(cls, fitted: dict) -> ChoiceBlend:
+        return cls(**{name: float(fitted[name]) for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
 class Blend:
     """How the reader's logits become answers, fitted on held-out predictions by ``training/stack.py``.
 
@@ -128,8 +149,10 @@ class Blend:
       passage: a logistic regression over the MiniLM vector of the question without its negation), for the
       question's plain form; a negated question gets its plain form's answer turned round, as the head does,
       ``r`` then read from both forms (:func:`negated_reading`).
-    - choice: ``softmax(choice_reader * r_k + choice_cosine * sharpness * cos_k)`` over the options read,
-      and "none of these" ``sigmoid(none_best * max_k r_k + none_cosine * sharpness * max_k cos_k + none_offset)``.
+    - choice: ``softmax(reader * r_k + cosine * sharpness * cos_k)`` over the options read, and "none of
+      these" ``sigmoid(none_best * max_k r_k + none_cosine * sharpness * max_k cos_k + none_offset)``
+      (:class:`ChoiceBlend`); options named only ("billing", "shipping") have a blend of their own, as the
+      reader reads a bare name with less certainty than a described option.
     - score asked "how": ``softmax(levels_reader * r_i)`` over the levels, ``r_i`` the reader's logit of level
       i. (The head's contrast of the two ends is left out: it reads a complaint as the bottom of every
       scale, which is right for satisfaction and wrong for urgency; training/README.md.)
@@ -141,11 +164,9 @@ class Blend:
     head: np.ndarray
     reader: np.ndarray
     offset: np.ndarray
-    choice_reader: float
-    choice_cosine: float
-    none_best: float
-    none_cosine: float
-    none_offset: float
+    #: options described, and options named only (:func:`named_only`)
+    choice: ChoiceBlend
+    bare_choice: ChoiceBlend
     levels_reader: float
     #: where "topic" is among the kinds
     topic_index: int
@@ -161,11 +182,8 @@ class Blend:
             head=np.array(yes_no["head"], dtype=np.float64),
             reader=np.array(yes_no["reader"], dtype=np.float64),
             offset=np.array(yes_no["offset"], dtype=np.float64),
-            choice_reader=float(choice["reader"]),
-            choice_cosine=float(choice["cosine"]),
-            none_best=float(choice["none_best"]),
-            none_cosine=float(choice["none_cosine"]),
-            none_offset=float(choice["none_offset"]),
+            choice=ChoiceBlend.of(choice),
+            bare_choice=ChoiceBlend.of(fitted["choice_bare"]),
             levels_reader=float(fitted["score"]["reader"]),
             topic_index=yes_no["kinds"].index("topic"),
         )
