@@ -8,6 +8,7 @@ with the text. Real weights, no fakes.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 
 import pytest
@@ -18,7 +19,7 @@ from decirank.backends.local._assets import SHA256, find_blend, find_reader
 from decirank.backends.local._cache import text_key
 from decirank.backends.local._model import MAX_TOKENS, _runtime
 from decirank.backends.local._reader import asked as reader_asks
-from decirank.backends.local._reader import level_asked, option_asked, pair_ids
+from decirank.backends.local._reader import level_asked, named_only, option_asked, pair_ids
 from decirank.types.questions import DecisionRequest, LikelihoodQuestion, ScoreQuestion
 
 from .test_local_shapes import decide
@@ -137,6 +138,36 @@ def test_options_and_levels_are_asked_as_yes_no_questions_of_their_own():
     )
     assert level_asked("How urgent is this?", "high") == "How urgent is this? high"
     assert reader_asks("Is it good?", "good", None) == "Is it good? (yes: good; no: -)"
+
+
+def test_an_option_is_named_only_when_its_description_adds_nothing():
+    assert named_only("billing", "")
+    assert named_only("billing", "Billing ")
+    assert named_only("tech_support", "tech support")
+    assert not named_only("billing", "payments, refunds, invoices")
+
+
+def test_a_choice_among_bare_labels_is_mixed_by_the_blend_fitted_on_bare_labels(monkeypatch):
+    """Only a choice whose options are all named only reads the bare blend: one that leaves the reader out
+    changes the bare labels' answer and leaves the described options' alone."""
+    text, question = "I want a refund for my order", "Which team?"
+    described = {"billing": "payments, refunds, invoices", "shipping": "parcels, delivery, tracking"}
+
+    def answers():
+        _runtime.cache.clear()
+        return (
+            decirank.classify([text], question, ["billing", "shipping"]).decisions[0].probabilities,
+            decirank.classify([text], question, described).decisions[0].probabilities,
+        )
+
+    bare, full = answers()
+    blend = _runtime.blend
+    monkeypatch.setattr(
+        _runtime, "_blend", dataclasses.replace(blend, bare_choice=dataclasses.replace(blend.bare_choice, reader=0.0))
+    )
+    bare_without_reader, full_again = answers()
+    assert full_again == full
+    assert bare_without_reader != bare
 
 
 def test_a_negated_everyday_question_gets_about_one_minus_the_plain_answer():
