@@ -18,6 +18,8 @@ The model reads "question [SEP] text", mean-pools and gives the logit of
   logit of 0 (``Group``: the options compete, as the runtime picks among them,
   and a no to every option is what says none fits); half the rows whose
   answer is an option also with that option taken away, "none" the answer;
+  and half the rows also with every option named only ("Which team?
+  billing"), as a caller who passes a list of labels asks;
 - every level of the everyday score rows the same way ("How urgent is this
   message? high"), and its levels together as one softmax, ``SCORE_REPEAT``
   times an epoch, the levels next to the answer sharing a little of the
@@ -127,9 +129,9 @@ CORPUS_OPTIONS = 5
 HARD_OPTIONS = 0
 #: Share of the choice groups (everyday and the 28 sets') also trained with bare options: the option's name
 #: alone ("Which team? billing"), as a caller who passes a list of labels asks. A reader that only ever saw
-#: described options reads every bare one as a no (training/README.md). 0 in the shipped recipe
-#: (``--bare-options``).
-BARE_OPTIONS = 0.0
+#: described options reads every bare one as a no (training/README.md). 0 in the recipes before
+#: (``--bare-options 0``).
+BARE_OPTIONS = 0.5
 
 
 def encode(tokenizer, pairs: list[tuple[str, str]], apart: int = 0) -> dict[str, torch.Tensor]:
@@ -307,7 +309,7 @@ def _described_and_bare(
 ) -> list[Group]:
     """A choice row's groups with its options described, and (``bare`` of the time) named only."""
     out = _choice_groups(tuple(option_asked(question, k, d) for k, d in options.items()), text, answer, rng, dropped)
-    # Drawn only when asked for, so the shipped recipe's groups (and checkpoint names) stay as they were.
+    # Drawn only when asked for, so the recipes before it (``--bare-options 0``) keep their groups.
     if bare and rng.random() < bare:
         out += _choice_groups(tuple(option_asked(question, k, "") for k in options), text, answer, rng, dropped)
     return out

