@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -10,6 +11,12 @@ from decirank.stores.runlog import reset_runlog
 
 # postgres_server and database_url: a real PostgreSQL for the tests that ask for one.
 pytest_plugins = ["tests.postgres"]
+
+# A suite started in the background by a shell without job control inherits SIGINT ignored, and so would every
+# command it starts: the Ctrl-C tests would wait on commands that cannot be interrupted. A handler, unlike an
+# ignored signal, is not inherited, so the commands get the default that a terminal's Ctrl-C meets.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
