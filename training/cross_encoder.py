@@ -39,7 +39,8 @@ that made them (a choice row's options twice: described, and named only as
 a caller who passes a list of labels asks them, ``choice_bare``).
 ``training/stack.py`` builds both leave-one-domain-out tables from those
 files, and fits the blend with the decision head, so the folds can be
-trained one at a time, on different machines, and committed as they finish. ``--fold final`` trains on every domain and writes
+trained one at a time, on different machines, and committed as they
+finish. ``--fold final`` trains on every domain and writes
 ``assets/reader.npz`` (int8 linear layers; the word embeddings are frozen
 and shared with the packaged MiniLM at run time, so they are not shipped).
 
@@ -92,7 +93,8 @@ EPOCHS = 3.0
 #: Questions of the 28 sets drawn per (domain, family) for training, and judged per held-out (domain, family).
 CORPUS_PER_GROUP = 240
 CORPUS_JUDGED_PER_GROUP = 300
-#: Share of the 28 sets' training questions also asked negated, and of the everyday yes/no questions (``--everyday-negated``).
+#: Share of the 28 sets' training questions also asked negated, and of the everyday yes/no questions
+#: (``--everyday-negated``).
 CORPUS_NEGATED = 0.3
 EVERYDAY_NEGATED = 0.2
 #: The final model's seed (beside ``--seed``): the recipe's second draw, 102, is shipped; the first, 101,

@@ -19,13 +19,23 @@ import json
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from ._encoders import _BertGraph, _Encoder, _session, word_embedding
 
-__all__ = ["Blend", "ChoiceBlend", "Reader", "asked", "level_asked", "named_only", "negated_reading", "option_asked", "pair_ids"]
+__all__ = [
+    "Blend",
+    "ChoiceBlend",
+    "Reader",
+    "asked",
+    "level_asked",
+    "named_only",
+    "negated_reading",
+    "option_asked",
+    "pair_ids",
+]
 
 #: Options of a choice the reader reads: the bi-encoder's best this many (the rest keep the bi-encoder's share).
 READ_OPTIONS = 8
@@ -137,7 +147,7 @@ class ChoiceBlend:
 
     @classmethod
     def of(cls, fitted: dict) -> ChoiceBlend:
-        return cls(**{name: float(fitted[name]) for name in cls.__dataclass_fields__})
+        return cls(**{field.name: float(fitted[field.name]) for field in fields(cls)})
 
 
 @dataclass(frozen=True)
