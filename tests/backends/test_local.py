@@ -179,7 +179,9 @@ def test_a_questions_probability_does_not_depend_on_its_batch():
     p_crowded = decide(crowded).answers["q"].probability
     _runtime.cache.clear()
     p_alone = decide(alone).answers["q"].probability
-    assert p_alone == pytest.approx(p_crowded, abs=1e-9)
+    # Float32 products over another number of rows round differently in the last bits (about 1e-7 with one BLAS
+    # thread); a batch that changed what the encoders read would move the answer by 1e-3 or more.
+    assert p_alone == pytest.approx(p_crowded, abs=1e-6)
 
 
 def test_the_frame_of_a_likelihood_question_is_not_compared():
