@@ -1,11 +1,12 @@
 """Calibration on the user's labels, measured on every development set: ECE, recall promises, conformal coverage.
 
     python benchmarks/calibration.py [--model local --model lexical] [--rows 600] [--splits 100] [--recall-splits 1000]
+                                     [--fit-rows 100]
 
 For each set it asks the model once through the tool a user would call
 (``score`` for a yes/no question about a text, ``classify`` for a choice),
 then, over ``--splits`` seeded random splits, fits the calibration on 100
-labelled rows with the library's own functions (:func:`choose_map`,
+(``--fit-rows``) labelled rows with the library's own functions (:func:`choose_map`,
 :func:`recall_cutoff`, :func:`conformal_sets`, the ones ``decirank
 calibrate`` and the tools use) and measures on the other rows:
 
@@ -137,16 +138,16 @@ def cached(name: str, compute):
     return found
 
 
-def split_rows(rows: int, split: int) -> tuple[np.ndarray, np.ndarray]:
-    """Split ``split``'s seeded draw of FIT_ROWS rows to fit on, and the rest to measure on."""
+def split_rows(rows: int, split: int, fit_rows: int = FIT_ROWS) -> tuple[np.ndarray, np.ndarray]:
+    """Split ``split``'s seeded draw of ``fit_rows`` rows to fit on, and the rest to measure on."""
     order = np.random.default_rng(1000 + split).permutation(rows)
-    return order[:FIT_ROWS], order[FIT_ROWS:]
+    return order[:fit_rows], order[fit_rows:]
 
 
-def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int, recall_splits: int) -> dict:
+def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int, recall_splits: int, fit_rows: int = FIT_ROWS) -> dict:
     eces, raw_eces, floors = [], [], []
     for split in range(splits):
-        fit, rest = split_rows(len(p), split)
+        fit, rest = split_rows(len(p), split, fit_rows)
         fitted, _, _ = choose_map(p[fit], y[fit], seed=split)
         calibrated = fitted(p[rest])
         eces.append(reliability(calibrated, y[rest]).ece)
@@ -158,7 +159,7 @@ def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int, recall_splits: int
     # to about +-3 points; the cut-off is cheap, so it is judged over more of them.
     held, recalls, precisions, kept_all = [], [], [], 0
     for split in range(recall_splits):
-        fit, rest = split_rows(len(p), split)
+        fit, rest = split_rows(len(p), split, fit_rows)
         cut = recall_cutoff(p[fit], y[fit], TARGET, CONFIDENCE, batch_size=len(rest))
         kept = np.ones(len(rest), bool) if cut.threshold is None else p[rest] >= cut.threshold
         kept_all += cut.threshold is None
@@ -169,6 +170,7 @@ def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int, recall_splits: int
         precisions.append(float(y[rest][kept].mean()) if kept.any() else float("nan"))
     return {
         "rows": len(p),
+        "fit_rows": fit_rows,
         "base_rate": float(y.mean()),
         "ece_model": statistics.mean(raw_eces),
         "ece": statistics.mean(eces),
@@ -181,19 +183,20 @@ def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int, recall_splits: int
     }
 
 
-def measure_choice(d: list[np.ndarray], truth: np.ndarray, splits: int) -> dict:
+def measure_choice(d: list[np.ndarray], truth: np.ndarray, splits: int, fit_rows: int = FIT_ROWS) -> dict:
     """``d`` holds each row's distribution (rows may offer different options); ``truth`` each right column."""
     true_p = np.array([row[t] for row, t in zip(d, truth, strict=True)])
     coverages, sizes = [], []
     for split in range(splits):
         order = np.random.default_rng(2000 + split).permutation(len(d))
-        fit, rest = order[:FIT_ROWS], order[FIT_ROWS:]
+        fit, rest = order[:fit_rows], order[fit_rows:]
         sets = conformal_sets(true_p[fit], TARGET, CONFIDENCE, batch_size=len(rest))
         members = [sets.members(d[i]) for i in rest]
         coverages.append(float(np.mean([truth[i] in m for i, m in zip(rest, members, strict=True)])))
         sizes.append(float(np.mean([len(m) for m in members])))
     return {
         "rows": len(d),
+        "fit_rows": fit_rows,
         "options": max(len(row) for row in d),
         "accuracy": float(np.mean([int(np.argmax(row)) == t for row, t in zip(d, truth, strict=True)])),
         "coverage": statistics.mean(coverages),
@@ -210,6 +213,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=600, help="rows per set at most")
     parser.add_argument("--splits", type=int, default=100)
     parser.add_argument(
+        "--fit-rows",
+        type=int,
+        default=FIT_ROWS,
+        help=f"labelled rows each split fits on, the rest measure (default {FIT_ROWS})",
+    )
+    parser.add_argument(
         "--recall-splits", type=int, default=1000, help="splits the recall promise is judged over (default 1000)"
     )
     parser.add_argument("--json", type=Path, help="write the figures here too")
@@ -224,7 +233,7 @@ def main() -> None:
             started = time.perf_counter()
             p = cached(f"{model}-yesno-{name}-{args.rows}", lambda rows=rows, model=model: yes_no_answers(rows, model))
             y = np.array([row["label"] for row in rows])
-            figures = measure_yes_no(np.array(p), y, args.splits, args.recall_splits)
+            figures = measure_yes_no(np.array(p), y, args.splits, args.recall_splits, args.fit_rows)
             report[model]["yes_no"][name] = figures
             print(
                 f"{model:8} {name:20} rows {figures['rows']:4}  ECE {figures['ece_model']:.3f} -> {figures['ece']:.3f} "
@@ -241,7 +250,7 @@ def main() -> None:
             truth = np.array(
                 [(list(row["options"]) + ([row["none"]] if row["none"] else [])).index(row["label"]) for row in rows]
             )
-            figures = measure_choice([np.array(row) for row in d], truth, args.splits)
+            figures = measure_choice([np.array(row) for row in d], truth, args.splits, args.fit_rows)
             report[model]["choice"][name] = figures
             print(
                 f"{model:8} {name:20} rows {figures['rows']:4}  options {figures['options']:3}  "
