@@ -44,6 +44,12 @@ finish. ``--fold final`` trains on every domain and writes
 ``assets/reader.npz`` (int8 linear layers; the word embeddings are frozen
 and shared with the packaged MiniLM at run time, so they are not shipped).
 
+``--layers 4 --distil`` trains a shallower reader (MiniLM's first four layers,
+two thirds of the cost) that starts from the six-layer reader of the same
+recipe and fold (its cached checkpoint, so that one is trained first) and
+learns ``DISTIL`` of every target from that reader's answers;
+``--reader-out`` sends a final model's weights elsewhere than the shipped file.
+
 torch is needed here only (the ``train`` extra), never at run time.
 Checkpoints go to ``training/.cache/cross_encoder`` every 200 steps, and a
 run started again with the same arguments resumes.
@@ -134,6 +140,10 @@ HARD_OPTIONS = 0
 #: described options reads every bare one as a no (training/README.md). 0 in the recipes before
 #: (``--bare-options 0``).
 BARE_OPTIONS = 0.5
+#: With ``--distil``, the share of a shallower reader's targets that is the six-layer reader's own answer
+#: (the same recipe and fold, its cached checkpoint), the rest the label: the teacher's answers say how sure
+#: to be where a label only says yes or no. The student starts from the teacher's first ``--layers`` layers.
+DISTIL = 0.5
 
 
 def encode(tokenizer, pairs: list[tuple[str, str]], apart: int = 0) -> dict[str, torch.Tensor]:
@@ -390,25 +400,38 @@ def training_groups(
     )
 
 
-def group_loss(logits: torch.Tensor, groups: list[Group], ordinal: float = ORDINAL) -> torch.Tensor:
+def group_loss(
+    logits: torch.Tensor, groups: list[Group], ordinal: float = ORDINAL, teacher: torch.Tensor | None = None
+) -> torch.Tensor:
     """Each question's yes/no loss, plus ``LISTWISE`` times each group's softmax loss (logits in order), plus
-    ``ordinal`` times each score group's squared distance of its expected level from the answer."""
+    ``ordinal`` times each score group's squared distance of its expected level from the answer. With the
+    ``teacher``'s logits of the same questions, every target is ``DISTIL`` the teacher's answer."""
     labels, listwise, distances, at = [], [], [], 0
     for group in groups:
         mine = logits[at : at + len(group.questions)]
+        theirs = None if teacher is None else teacher[at : at + len(group.questions)]
         at += len(group.questions)
         labels += [float(i == group.answer) for i in range(len(group.questions))]
         if group.none_fits:
             mine = torch.cat([mine, mine.new_zeros(1)])
+            theirs = None if theirs is None else torch.cat([theirs, theirs.new_zeros(1)])
         target = torch.tensor([group.target()], device=mine.device)
+        if theirs is not None:
+            target = (1 - DISTIL) * target + DISTIL * torch.softmax(theirs, dim=0)[None]
         listwise.append(torch.nn.functional.cross_entropy(mine[None], target))
         if group.ordered and ordinal:
             levels = torch.arange(len(group.questions), dtype=mine.dtype, device=mine.device)
             expected = (torch.softmax(mine, dim=0) * levels).sum()
             distances.append(((expected - group.answer) / (len(group.questions) - 1)) ** 2)
-    yes_no = torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.tensor(labels, device=logits.device))
+    yes_no = torch.nn.functional.binary_cross_entropy_with_logits(logits, _distilled(labels, teacher, logits.device))
     loss = yes_no + LISTWISE * torch.stack(listwise).mean()
     return loss + ordinal * torch.stack(distances).mean() if distances else loss
+
+
+def _distilled(labels: list[float], teacher: torch.Tensor | None, device) -> torch.Tensor:
+    """Yes/no targets: the labels, or ``DISTIL`` of the way to the teacher's probabilities."""
+    hard = torch.tensor(labels, device=device)
+    return hard if teacher is None else (1 - DISTIL) * hard + DISTIL * torch.sigmoid(teacher)
 
 
 # --- training --------------------------------------------------------------------------------------------
@@ -438,21 +461,45 @@ def batches(pairs: list, groups: list[Group], epochs: float, seed: int) -> list[
 
 
 def step_loss(
-    model, tokenizer, pairs, groups: list[Group], step: tuple[str, list[int]], device: str, ordinal: float = ORDINAL
+    model,
+    tokenizer,
+    pairs,
+    groups: list[Group],
+    step: tuple[str, list[int]],
+    device: str,
+    ordinal: float = ORDINAL,
+    teacher: CrossEncoder | None = None,
 ) -> torch.Tensor:
     kind, index = step
+
+    def taught(inputs: dict[str, torch.Tensor]) -> torch.Tensor | None:
+        if teacher is None:
+            return None
+        with torch.no_grad():
+            return teacher(inputs)
+
     if kind == "pairs":
         batch = [pairs[i] for i in index]
         inputs = {k: v.to(device) for k, v in encode(tokenizer, [(q, t) for q, t, _ in batch], model.apart).items()}
-        labels = torch.tensor([float(y) for _, _, y in batch], device=device)
+        labels = _distilled([float(y) for _, _, y in batch], taught(inputs), device)
         return torch.nn.functional.binary_cross_entropy_with_logits(model(inputs), labels)
     chosen = [groups[i] for i in index]
-    inputs = encode(tokenizer, [(q, group.text) for group in chosen for q in group.questions], model.apart)
-    return group_loss(model({k: v.to(device) for k, v in inputs.items()}), chosen, ordinal)
+    encoded = encode(tokenizer, [(q, group.text) for group in chosen for q in group.questions], model.apart)
+    inputs = {k: v.to(device) for k, v in encoded.items()}
+    return group_loss(model(inputs), chosen, ordinal, taught(inputs))
 
 
 def fine_tune(
-    model, tokenizer, pairs, groups, epochs: float, seed: int, checkpoint: Path, device: str, ordinal: float = ORDINAL
+    model,
+    tokenizer,
+    pairs,
+    groups,
+    epochs: float,
+    seed: int,
+    checkpoint: Path,
+    device: str,
+    ordinal: float = ORDINAL,
+    teacher: CrossEncoder | None = None,
 ) -> None:
     plan = batches(pairs, groups, epochs, seed)
     trained = [p for p in model.parameters() if p.requires_grad]
@@ -471,7 +518,7 @@ def fine_tune(
     model.train()
     started, smoothed = time.monotonic(), None
     while step < len(plan):
-        loss = step_loss(model, tokenizer, pairs, groups, plan[step], device, ordinal)
+        loss = step_loss(model, tokenizer, pairs, groups, plan[step], device, ordinal, teacher)
         optimiser.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trained, 1.0)
@@ -644,26 +691,44 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = CrossEncoder(path, args.apart, args.layers).to(args.device)
     CACHE.mkdir(parents=True, exist_ok=True)
+
     # Named by what it is trained on and how (the groups' targets and the step settings) too, so a changed
     # recipe never resumes another's checkpoint.
-    settings = (BATCH, RATE, WARMUP, MAX_TOKENS, GROUPS_PER_STEP, LISTWISE)
-    if args.ordinal:  # named only when set, so the shipped recipe's checkpoints keep their names
-        settings += (args.ordinal,)
-    if args.apart:
-        settings += (("apart", args.apart),)
-    if args.layers:
-        settings += (("layers", args.layers),)
-    if args.bare_options:
-        settings += (("bare", args.bare_options),)
-    recipe = hashlib.blake2b(
-        repr((pairs, [(group, group.target()) for group in groups], settings)).encode("utf-8"), digest_size=4
-    ).hexdigest()
-    checkpoint = CACHE / f"{name}-{args.epochs}-{args.seed}-{recipe}.pt"
+    def checkpoint_of(layers: int, distil: bool) -> Path:
+        settings = (BATCH, RATE, WARMUP, MAX_TOKENS, GROUPS_PER_STEP, LISTWISE)
+        if args.ordinal:  # named only when set, so the shipped recipe's checkpoints keep their names
+            settings += (args.ordinal,)
+        if args.apart:
+            settings += (("apart", args.apart),)
+        if layers:
+            settings += (("layers", layers),)
+        if args.bare_options:
+            settings += (("bare", args.bare_options),)
+        if distil:
+            settings += (("distil", DISTIL),)
+        recipe = hashlib.blake2b(
+            repr((pairs, [(group, group.target()) for group in groups], settings)).encode("utf-8"), digest_size=4
+        ).hexdigest()
+        return CACHE / f"{name}-{args.epochs}-{args.seed}-{recipe}.pt"
+
+    checkpoint = checkpoint_of(args.layers, args.distil)
+    teacher = None
+    if args.distil:
+        # The same recipe's six-layer reader of this fold, trained before (its checkpoint in the cache).
+        taught_by = checkpoint_of(0, False)
+        if not taught_by.exists():
+            sys.exit(f"--distil: no six-layer reader of this recipe and fold at {taught_by}; train it first")
+        teacher = CrossEncoder(path, args.apart).to(args.device)
+        teacher.load_state_dict(torch.load(taught_by, map_location=args.device)["model"])
+        teacher.eval()
+        # The student starts as the teacher's first layers (the rest of its state is unexpected, so ignored).
+        model.load_state_dict(teacher.state_dict(), strict=False)
+        print(f"distilling {taught_by.name}", flush=True)
     started = time.monotonic()
-    fine_tune(model, tokenizer, pairs, groups, args.epochs, seed, checkpoint, args.device, args.ordinal)
+    fine_tune(model, tokenizer, pairs, groups, args.epochs, seed, checkpoint, args.device, args.ordinal, teacher)
     trained_s = time.monotonic() - started
     if fold is None:
-        export(model, ASSETS / "reader.npz")
+        export(model, args.reader_out)
         return
     predictions = held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, held_corpus, args.device)
     record = {
@@ -681,6 +746,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             "layers": args.layers,
             "bare_options": args.bare_options,
             "everyday_negated": args.everyday_negated,
+            "distil": DISTIL if args.distil else 0.0,
         },
         "training_questions": questions,
         "training_seconds": round(trained_s),
@@ -762,6 +828,17 @@ def main() -> None:
         default=EVERYDAY_NEGATED,
         help=f"share of everyday yes/no questions also asked negated, answer turned round (default {EVERYDAY_NEGATED})",
     )
+    parser.add_argument(
+        "--distil",
+        action="store_true",
+        help=f"with --layers: learn {DISTIL} of each target from this recipe's six-layer reader of the fold",
+    )
+    parser.add_argument(
+        "--reader-out",
+        type=Path,
+        default=ASSETS / "reader.npz",
+        help="where the final model's weights go (default the shipped reader's; a trial's may go apart)",
+    )
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
@@ -774,6 +851,8 @@ def main() -> None:
         folds = [int(args.fold)]
     else:
         parser.error(f"--fold: expected 0..{everyday.FOLDS - 1}, final or every, got {args.fold!r}")
+    if args.distil and not args.layers:
+        parser.error("--distil: a student has fewer layers than its teacher; give --layers")
     if args.apart and None in folds:
         parser.error("--apart: the runtime reads question and text together, so such a reader is judged by folds only")
     corpus_rows = yes_no_rows(args.data, 0)
