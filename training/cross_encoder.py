@@ -725,7 +725,9 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         # The same recipe's six-layer reader of this fold, trained before (its checkpoint in the cache),
         # drawn with its own seed: a student's seed is drawn apart from its teacher's.
         teacher_seed = args.seed if args.teacher_seed is None else args.teacher_seed
-        taught_by = checkpoint_of(0, False, teacher_seed, *questions_of(seed_of(teacher_seed)))
+        # The teacher's questions are drawn again only when its seed differs from the student's.
+        taught_questions = (pairs, groups) if teacher_seed == args.seed else questions_of(seed_of(teacher_seed))
+        taught_by = checkpoint_of(0, False, teacher_seed, *taught_questions)
         if not taught_by.exists():
             sys.exit(f"--distil: no six-layer reader of this recipe and fold at {taught_by}; train it first")
         teacher = CrossEncoder(path, args.apart).to(args.device)
