@@ -49,6 +49,9 @@ two thirds of the cost) that starts from the six-layer reader of the same
 recipe and fold (its cached checkpoint, so that one is trained first) and
 learns ``DISTIL`` of every target from that reader's answers;
 ``--reader-out`` sends a final model's weights elsewhere than the shipped file.
+``--teacher-reader PATH`` gives a final student an exported reader as its
+teacher (the shipped ``assets/reader.npz``, dequantized) where the six-layer
+checkpoint is not in the cache.
 
 torch is needed here only (the ``train`` extra), never at run time.
 Checkpoints go to ``training/.cache/cross_encoder`` every 200 steps, and a
@@ -666,6 +669,50 @@ def export(model: CrossEncoder, path: Path) -> None:
     print(f"wrote {path} ({path.stat().st_size} bytes), sha256 {digest}: record it in _assets.SHA256")
 
 
+def imported(model: CrossEncoder, path: Path) -> None:
+    """Loads weights written by ``export`` (the int8 matrices dequantized) into ``model``: a teacher read from
+    the shipped reader itself, where its float checkpoint is not at hand (``--teacher-reader``)."""
+    with np.load(path) as archive:
+        w = {key: archive[key] for key in archive.files}
+
+    def matrix(prefix: str) -> np.ndarray:  # (out, in), as torch's Linear holds it
+        return (w[prefix + ".w"].astype(np.float32) * w[prefix + ".s"]).T
+
+    state: dict[str, np.ndarray] = {
+        "embeddings.position_embeddings.weight": w["positions"],
+        "embeddings.LayerNorm.weight": w["embeddings.norm.g"],
+        "embeddings.LayerNorm.bias": w["embeddings.norm.b"],
+    }
+    layers = 1 + max(int(key.split(".")[0][1:]) for key in w if key.startswith("l") and key[1].isdigit())
+    for i in range(layers):
+        s, p = f"encoder.layer.{i}.", f"l{i}."
+        for n, (weight, bias) in zip(
+            ("query", "key", "value"), zip(np.split(matrix(p + "qkv"), 3), np.split(w[p + "qkv.b"], 3))
+        ):
+            state[f"{s}attention.self.{n}.weight"], state[f"{s}attention.self.{n}.bias"] = weight, bias
+        for name, tensor in (("o", "attention.output.dense"), ("i", "intermediate.dense"), ("out", "output.dense")):
+            state[s + tensor + ".weight"], state[s + tensor + ".bias"] = matrix(p + name), w[f"{p}{name}.b"]
+        for norm, name in (("norm1", "attention.output.LayerNorm"), ("norm2", "output.LayerNorm")):
+            state[f"{s}{name}.weight"], state[f"{s}{name}.bias"] = w[f"{p}{norm}.g"], w[f"{p}{norm}.b"]
+    encoder = model.encoder.state_dict()
+    # Only the first token type is used (one segment id), and it is all the export keeps.
+    token_type = encoder["embeddings.token_type_embeddings.weight"].clone()
+    token_type[0] = torch.from_numpy(w["token_type"])
+    state["embeddings.token_type_embeddings.weight"] = token_type.numpy()
+    # The word embeddings are the frozen MiniLM's own; the pooler is never read (mean pooling).
+    missing = {key for key in encoder if key not in state and not key.startswith("pooler.")}
+    missing -= {"embeddings.word_embeddings.weight", "embeddings.position_ids"}
+    if missing or len(model.encoder.encoder.layer) != layers:
+        sys.exit(
+            f"--teacher-reader: {path} does not fit a {len(model.encoder.encoder.layer)}-layer reader: {sorted(missing)[:3]}"
+        )
+    model.encoder.load_state_dict(
+        {key: torch.from_numpy(np.ascontiguousarray(v)) for key, v in state.items()}, strict=False
+    )
+    model.output.weight.data = torch.from_numpy(w["output.w"].reshape(1, -1).copy())
+    model.output.bias.data = torch.from_numpy(w["output.b"].reshape(-1).copy())
+
+
 def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     def seed_of(base: int) -> int:
         return base + (fold if fold is not None else FINAL_SEED)
@@ -714,6 +761,8 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             settings += (("bare", args.bare_options),)
         if distil:
             settings += (("distil", DISTIL),)
+        if distil and args.teacher_reader:  # a student of the exported reader is another recipe's
+            settings += (("teacher", hashlib.sha256(args.teacher_reader.read_bytes()).hexdigest()[:16]),)
         recipe = hashlib.blake2b(
             repr((pairs, [(group, group.target()) for group in groups], settings)).encode("utf-8"), digest_size=4
         ).hexdigest()
@@ -721,7 +770,11 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
 
     checkpoint = checkpoint_of(args.layers, args.distil, args.seed, pairs, groups)
     teacher = None
-    if args.distil:
+    if args.distil and args.teacher_reader:
+        teacher = CrossEncoder(path, args.apart).to(args.device)
+        imported(teacher, args.teacher_reader)
+        taught_by = args.teacher_reader
+    elif args.distil:
         # The same recipe's six-layer reader of this fold, trained before (its checkpoint in the cache),
         # drawn with its own seed: a student's seed is drawn apart from its teacher's.
         teacher_seed = args.seed if args.teacher_seed is None else args.teacher_seed
@@ -732,6 +785,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             sys.exit(f"--distil: no six-layer reader of this recipe and fold at {taught_by}; train it first")
         teacher = CrossEncoder(path, args.apart).to(args.device)
         teacher.load_state_dict(torch.load(taught_by, map_location=args.device)["model"])
+    if teacher is not None:
         teacher.eval()
         # The student starts as the teacher's first layers (the rest of its state is unexpected, so ignored).
         model.load_state_dict(teacher.state_dict(), strict=False)
@@ -851,6 +905,12 @@ def main() -> None:
         help="with --distil: the --seed the six-layer teacher was trained with (default the student's own)",
     )
     parser.add_argument(
+        "--teacher-reader",
+        type=Path,
+        help="with --distil --fold final: the teacher is this exported reader (int8, as shipped; "
+        "e.g. assets/reader.npz) instead of the six-layer checkpoint in the cache",
+    )
+    parser.add_argument(
         "--reader-out",
         type=Path,
         default=ASSETS / "reader.npz",
@@ -870,6 +930,10 @@ def main() -> None:
         parser.error(f"--fold: expected 0..{everyday.FOLDS - 1}, final or every, got {args.fold!r}")
     if args.distil and not args.layers:
         parser.error("--distil: a student has fewer layers than its teacher; give --layers")
+    if args.teacher_reader and (not args.distil or folds != [None]):
+        parser.error(
+            "--teacher-reader: a final student's teacher (--distil --fold final); a fold's saw its held-out domains"
+        )
     if args.apart and None in folds:
         parser.error("--apart: the runtime reads question and text together, so such a reader is judged by folds only")
     corpus_rows = yes_no_rows(args.data, 0)
