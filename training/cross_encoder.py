@@ -671,8 +671,8 @@ def export(model: CrossEncoder, path: Path) -> None:
 
 
 def imported(model: CrossEncoder, path: Path) -> None:
-    """Loads weights written by ``export`` (the int8 matrices dequantized) into ``model``: a teacher read from
-    the shipped reader itself, where its float checkpoint is not at hand (``--teacher-reader``)."""
+    """Loads weights written by ``export`` (the int8 matrices dequantized) into ``model``: a six-layer teacher
+    read from its exported weights, where its float checkpoint is not at hand (``--teacher-reader``)."""
     with np.load(path) as archive:
         w = {key: archive[key] for key in archive.files}
 
