@@ -86,7 +86,7 @@ from corpus import by_domain, choice_rows, yes_no_rows
 
 from decirank.backends.local._head import strip_negation
 from decirank.backends.local._model import _runtime
-from decirank.backends.local._reader import _label, asked, level_asked, option_asked
+from decirank.backends.local._reader import _label, asked, level_asked, option_asked, reader_layers
 
 MINILM = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
 HERE = Path(__file__).parent
@@ -641,6 +641,13 @@ def quantized(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(np.round(matrix / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
 
 
+#: How ``export`` names a layer's parts in ``reader.npz`` against the Hugging Face BERT state: the attention's
+#: query, key and value go together as ``qkv``; these are the other linear layers and the layer norms.
+EXPORTED_LINEAR = (("o", "attention.output.dense"), ("i", "intermediate.dense"), ("out", "output.dense"))
+EXPORTED_NORMS = (("norm1", "attention.output.LayerNorm"), ("norm2", "output.LayerNorm"))
+QKV = ("query", "key", "value")
+
+
 def export(model: CrossEncoder, path: Path) -> None:
     """The fine-tuned weights as the runtime reads them (``_reader.Reader``): MatMul layout, int8 matrices."""
     src = {k: v.detach().float().cpu().numpy() for k, v in model.encoder.state_dict().items()}
@@ -648,13 +655,13 @@ def export(model: CrossEncoder, path: Path) -> None:
     layers = 1 + max(int(k.split(".")[2]) for k in src if k.startswith("encoder.layer."))
     for i in range(layers):
         s, p = f"encoder.layer.{i}.", f"l{i}."
-        qkv = np.concatenate([src[f"{s}attention.self.{n}.weight"].T for n in ("query", "key", "value")], axis=1)
+        qkv = np.concatenate([src[f"{s}attention.self.{n}.weight"].T for n in QKV], axis=1)
         w[p + "qkv.w"], w[p + "qkv.s"] = quantized(qkv)
-        w[p + "qkv.b"] = np.concatenate([src[f"{s}attention.self.{n}.bias"] for n in ("query", "key", "value")])
-        for name, tensor in (("o", "attention.output.dense"), ("i", "intermediate.dense"), ("out", "output.dense")):
+        w[p + "qkv.b"] = np.concatenate([src[f"{s}attention.self.{n}.bias"] for n in QKV])
+        for name, tensor in EXPORTED_LINEAR:
             w[f"{p}{name}.w"], w[f"{p}{name}.s"] = quantized(src[s + tensor + ".weight"].T)
             w[f"{p}{name}.b"] = src[s + tensor + ".bias"]
-        for norm, name in (("norm1", "attention.output.LayerNorm"), ("norm2", "output.LayerNorm")):
+        for norm, name in EXPORTED_NORMS:
             w[f"{p}{norm}.g"], w[f"{p}{norm}.b"] = src[f"{s}{name}.weight"], src[f"{s}{name}.bias"]
     w["positions"] = src["embeddings.position_embeddings.weight"]
     w["token_type"] = src["embeddings.token_type_embeddings.weight"][0]
@@ -679,39 +686,34 @@ def imported(model: CrossEncoder, path: Path) -> None:
     def matrix(prefix: str) -> np.ndarray:  # (out, in), as torch's Linear holds it
         return (w[prefix + ".w"].astype(np.float32) * w[prefix + ".s"]).T
 
-    state: dict[str, np.ndarray] = {
-        "embeddings.position_embeddings.weight": w["positions"],
-        "embeddings.LayerNorm.weight": w["embeddings.norm.g"],
-        "embeddings.LayerNorm.bias": w["embeddings.norm.b"],
-    }
-    layers = 1 + max(int(key.split(".")[0][1:]) for key in w if key.startswith("l") and key[1].isdigit())
-    for i in range(layers):
-        s, p = f"encoder.layer.{i}.", f"l{i}."
-        for n, (weight, bias) in zip(
-            ("query", "key", "value"), zip(np.split(matrix(p + "qkv"), 3), np.split(w[p + "qkv.b"], 3))
-        ):
-            state[f"{s}attention.self.{n}.weight"], state[f"{s}attention.self.{n}.bias"] = weight, bias
-        for name, tensor in (("o", "attention.output.dense"), ("i", "intermediate.dense"), ("out", "output.dense")):
-            state[s + tensor + ".weight"], state[s + tensor + ".bias"] = matrix(p + name), w[f"{p}{name}.b"]
-        for norm, name in (("norm1", "attention.output.LayerNorm"), ("norm2", "output.LayerNorm")):
-            state[f"{s}{name}.weight"], state[f"{s}{name}.bias"] = w[f"{p}{norm}.g"], w[f"{p}{norm}.b"]
-    encoder = model.encoder.state_dict()
     # Only the first token type is used (one segment id), and it is all the export keeps.
-    token_type = encoder["embeddings.token_type_embeddings.weight"].clone()
-    token_type[0] = torch.from_numpy(w["token_type"])
-    state["embeddings.token_type_embeddings.weight"] = token_type.numpy()
-    # The word embeddings are the frozen MiniLM's own; the pooler is never read (mean pooling).
-    missing = {key for key in encoder if key not in state and not key.startswith("pooler.")}
-    missing -= {"embeddings.word_embeddings.weight", "embeddings.position_ids"}
-    if missing or len(model.encoder.encoder.layer) != layers:
-        sys.exit(
-            f"--teacher-reader: {path} does not fit a {len(model.encoder.encoder.layer)}-layer reader: {sorted(missing)[:3]}"
-        )
-    model.encoder.load_state_dict(
-        {key: torch.from_numpy(np.ascontiguousarray(v)) for key, v in state.items()}, strict=False
+    token_type = model.encoder.embeddings.token_type_embeddings.weight.detach().cpu().numpy().copy()
+    token_type[0] = w["token_type"]
+    state = {
+        "encoder.embeddings.position_embeddings.weight": w["positions"],
+        "encoder.embeddings.token_type_embeddings.weight": token_type,
+        "encoder.embeddings.LayerNorm.weight": w["embeddings.norm.g"],
+        "encoder.embeddings.LayerNorm.bias": w["embeddings.norm.b"],
+        "output.weight": w["output.w"].reshape(1, -1),
+        "output.bias": w["output.b"].reshape(-1),
+    }
+    for i in range(reader_layers(w)):
+        s, p = f"encoder.encoder.layer.{i}.", f"l{i}."
+        for n, weight, bias in zip(QKV, np.split(matrix(p + "qkv"), 3), np.split(w[p + "qkv.b"], 3)):
+            state[f"{s}attention.self.{n}.weight"], state[f"{s}attention.self.{n}.bias"] = weight, bias
+        for name, tensor in EXPORTED_LINEAR:
+            state[s + tensor + ".weight"], state[s + tensor + ".bias"] = matrix(p + name), w[f"{p}{name}.b"]
+        for norm, name in EXPORTED_NORMS:
+            state[f"{s}{name}.weight"], state[f"{s}{name}.bias"] = w[f"{p}{norm}.g"], w[f"{p}{norm}.b"]
+    loaded = model.load_state_dict(
+        {key: torch.from_numpy(np.ascontiguousarray(value)) for key, value in state.items()}, strict=False
     )
-    model.output.weight.data = torch.from_numpy(w["output.w"].reshape(1, -1).copy())
-    model.output.bias.data = torch.from_numpy(w["output.b"].reshape(-1).copy())
+    # The word embeddings stay the frozen MiniLM's own; the pooler is never read (mean pooling).
+    missing = [key for key in loaded.missing_keys if "word_embeddings" not in key and ".pooler." not in key]
+    if missing or loaded.unexpected_keys:
+        sys.exit(
+            f"--teacher-reader: {path} does not fit a {len(model.encoder.encoder.layer)}-layer reader: {(missing + loaded.unexpected_keys)[:3]}"
+        )
 
 
 def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
@@ -771,22 +773,21 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
 
     checkpoint = checkpoint_of(args.layers, args.distil, args.seed, pairs, groups)
     teacher = None
-    if args.distil and args.teacher_reader:
+    if args.distil:
         teacher = CrossEncoder(path, args.apart).to(args.device)
-        imported(teacher, args.teacher_reader)
-        taught_by = args.teacher_reader
-    elif args.distil:
-        # The same recipe's six-layer reader of this fold, trained before (its checkpoint in the cache),
-        # drawn with its own seed: a student's seed is drawn apart from its teacher's.
-        teacher_seed = args.seed if args.teacher_seed is None else args.teacher_seed
-        # The teacher's questions are drawn again only when its seed differs from the student's.
-        taught_questions = (pairs, groups) if teacher_seed == args.seed else questions_of(seed_of(teacher_seed))
-        taught_by = checkpoint_of(0, False, teacher_seed, *taught_questions)
-        if not taught_by.exists():
-            sys.exit(f"--distil: no six-layer reader of this recipe and fold at {taught_by}; train it first")
-        teacher = CrossEncoder(path, args.apart).to(args.device)
-        teacher.load_state_dict(torch.load(taught_by, map_location=args.device)["model"])
-    if teacher is not None:
+        if args.teacher_reader:
+            taught_by = args.teacher_reader
+            imported(teacher, taught_by)
+        else:
+            # The same recipe's six-layer reader of this fold, trained before (its checkpoint in the cache),
+            # drawn with its own seed: a student's seed is drawn apart from its teacher's.
+            teacher_seed = args.seed if args.teacher_seed is None else args.teacher_seed
+            # The teacher's questions are drawn again only when its seed differs from the student's.
+            taught_questions = (pairs, groups) if teacher_seed == args.seed else questions_of(seed_of(teacher_seed))
+            taught_by = checkpoint_of(0, False, teacher_seed, *taught_questions)
+            if not taught_by.exists():
+                sys.exit(f"--distil: no six-layer reader of this recipe and fold at {taught_by}; train it first")
+            teacher.load_state_dict(torch.load(taught_by, map_location=args.device)["model"])
         teacher.eval()
         # The student starts as the teacher's first layers (the rest of its state is unexpected, so ignored).
         model.load_state_dict(teacher.state_dict(), strict=False)

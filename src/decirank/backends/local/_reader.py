@@ -35,6 +35,7 @@ __all__ = [
     "negated_reading",
     "option_asked",
     "pair_ids",
+    "reader_layers",
 ]
 
 #: Options of a choice the reader reads: the bi-encoder's best this many (the rest keep the bi-encoder's share).
@@ -83,6 +84,11 @@ def level_asked(question: str, level: str) -> str:
     return f"{question.strip()} {level.strip()}"
 
 
+def reader_layers(weights: dict[str, np.ndarray]) -> int:
+    """How many layers a reader's weights hold (``l0.…``, ``l1.…``, as ``training/cross_encoder.py`` exports them)."""
+    return 1 + max(int(k.split(".")[0][1:]) for k in weights if k.startswith("l") and k[1].isdigit())
+
+
 def pair_ids(question_ids: Sequence[int], text_ids: Sequence[int], max_tokens: int) -> list[int]:
     """``[CLS] question [SEP] text [SEP]`` from each one's own ``[CLS] … [SEP]`` tokens; only the text is cut."""
     room = max(2, max_tokens - len(question_ids))
@@ -109,7 +115,6 @@ class Reader(_Encoder):
 
     @staticmethod
     def _build(w: dict[str, np.ndarray], minilm: dict[str, np.ndarray]) -> bytes:
-        layers = 1 + max(int(k.split(".")[0][1:]) for k in w if k.startswith("l") and k[1].isdigit())
         bert = _BertGraph(heads=12)
         g = bert.graph
         ids = g.input("input_ids", np.int64, [1, "length"])
@@ -120,7 +125,7 @@ class Reader(_Encoder):
             w["embeddings.norm.g"],
             w["embeddings.norm.b"],
         )
-        for i in range(layers):
+        for i in range(reader_layers(w)):
             x = bert.layer(x, w, f"l{i}.", quantized=True)
         return g.to_bytes(x)
 
