@@ -101,14 +101,21 @@ def test_an_int8_layer_is_exact_on_this_cpu():
 
 
 def test_the_fast_int8_path_is_taken_only_where_it_is_exact():
-    """The probe's verdict is what this CPU's signed int8 products do, and the encoder the runtime builds
-    (fast path where the probe allows it) gives the same vectors as one forced onto the exact unsigned path."""
+    """The probe trips a CPU that saturates its signed products, and the encoder the runtime builds (the fast
+    path where the probe allows it) gives the same vectors as one forced onto the exact unsigned path."""
     import numpy as np
 
     from decirank.backends.local import _encoders
     from decirank.backends.local._onnx import read_initializers
 
     model, x, exact = _encoders.int8_probe()
+    # What an x86 CPU without VNNI computes: uint8 activations (1.0 is 255) times each pair of int8 weights
+    # along the input, each pair's sum saturated to int16, then summed in int32.
+    weight = _encoders.probe_weight().astype(np.int64)
+    pairs = np.clip(255 * (weight[0::2] + weight[1::2]), np.iinfo(np.int16).min, np.iinfo(np.int16).max)
+    saturated = pairs.sum(axis=0) * (1.0 / 255.0) * _encoders.PROBE_SCALE
+    assert not np.allclose(saturated, exact[0, 0], rtol=1e-4)
+    np.testing.assert_allclose(255 * weight.sum(axis=0) * (1.0 / 255.0) * _encoders.PROBE_SCALE, exact[0, 0], rtol=1e-6)
     fast = _encoders._session(model, exact_products=False).run(None, {"x": x})[0]
     assert _encoders.signed_products_are_exact() == bool(np.allclose(fast, exact, rtol=1e-4))
 

@@ -56,12 +56,22 @@ def _session(model: bytes, exact_products: bool | None = None) -> ort.InferenceS
     return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
+#: The probe's output columns are scaled by this (its weights are :func:`probe_weight`).
+PROBE_SCALE = 0.01
+
+
+def probe_weight() -> np.ndarray:
+    """(64 inputs, 8 outputs) of large int8 weights of one sign: 120 and 127 by turns along the input."""
+    weight = np.full((64, 8), 127, np.int8)
+    weight[::2] = 120
+    return weight
+
+
 def int8_probe() -> tuple[bytes, np.ndarray, np.ndarray]:
     """One int8 layer, an input and its exact output: large activations against large weights of one sign,
     whose pairwise sums an x86 CPU without VNNI saturates to 16 bits."""
-    weight = np.full((64, 8), 127, np.int8)
-    weight[::2] = 120
-    scale, bias = np.full(8, 0.01, np.float32), np.zeros(8, np.float32)
+    weight = probe_weight()
+    scale, bias = np.full(8, PROBE_SCALE, np.float32), np.zeros(8, np.float32)
     bert = _BertGraph(heads=1)
     bert.graph = Graph()  # the layer alone, without the encoder's position input
     layer = bert.linear(bert.graph.input("x", np.float32, [1, "length", 64]), weight, bias, scale)
