@@ -22,7 +22,8 @@ fitted on the other folds' rows, so no row is judged by a fit that saw its
 own domain. The shipped blend is fitted on every fold and written to
 ``assets/blend.json`` (its sha256 goes in ``_assets.SHA256``). A fold whose
 file is missing is left out of the tables (and they say so), so the tables
-can be printed while the folds are still being trained.
+can be printed while the folds are still being trained; with one fold's
+file alone, the blends are cross-fitted by domain within it.
 """
 
 from __future__ import annotations
@@ -338,6 +339,15 @@ def corpus_head(data: Path, store: VectorStore, rows) -> np.ndarray:
     return logit(plain)
 
 
+def _folds(rows, folds: dict[int, dict]) -> dict[str, int]:
+    """Each domain's fold for the cross-fitting: its training fold, or its own where only one fold's file is read
+    (a blend fitted on the other folds needs another fold; the reader is still held out of every row it answers)."""
+    domains = [row.domain for row in rows]
+    if len(folds) == 1:
+        return {domain: i for i, domain in enumerate(sorted(set(domains)))}
+    return everyday.fold_of(domains)
+
+
 def yes_no_table(data: Path, yes_no, folds: dict[int, dict], store: VectorStore, heads, corpus: bool) -> YesNoTable:
     columns: dict[str, list] = defaultdict(list)
 
@@ -373,7 +383,7 @@ def yes_no_table(data: Path, yes_no, folds: dict[int, dict], store: VectorStore,
         ):
             columns[name].append(value)
 
-    fold_of = everyday.fold_of([row.domain for row in yes_no])
+    fold_of = _folds(yes_no, folds)
     h = head_logits([YesNoRow(r.domain, r.kind, r.text, r.question, r.label) for r in yes_no], store, heads)
     entries = {}
     for record in folds.values():
@@ -405,7 +415,7 @@ def yes_no_table(data: Path, yes_no, folds: dict[int, dict], store: VectorStore,
             _checked(record["corpus"], corpus_rows, lambda r: everyday.row_key(r.question, r.text), "corpus")
         )
     if corpus_entries and corpus:
-        corpus_fold = everyday.fold_of([row.domain for row in corpus_rows])
+        corpus_fold = _folds(corpus_rows, folds)
         plain_h = corpus_head(data, store, corpus_rows)
         for i, entry in sorted(corpus_entries.items()):
             row = corpus_rows[i]
@@ -549,16 +559,13 @@ def choice_table(choices, folds: dict[int, dict], store: VectorStore, bare: bool
     ``bare``: the options named only ("Which team? billing", as a caller who passes a list of labels asks),
     from the fold files' ``choice_bare`` logits, the bi-encoder comparing the text with each option's name;
     beside its own blend, the blend fitted on described options, as such a choice was answered before.
-    Where only one fold has them, the blends are cross-fitted by domain within it instead (the reader is
-    still held out from every row it answers).
+    Where only one fold has them, the blends are cross-fitted by domain within it instead (``_folds``).
     """
     kind = "choice_bare" if bare else "choice"
     having = {k: record for k, record in folds.items() if kind in record}
     if not having:
         return {}
-    fold_of = everyday.fold_of([row.domain for row in choices])
-    if len(having) == 1:
-        fold_of = {domain: i for i, domain in enumerate(sorted({row.domain for row in choices}))}
+    fold_of = _folds(choices, having)
     rows = _choice_rows(choices, having, store, kind)
     described = _choice_rows(choices, having, store, "choice") if bare else []
     correct = defaultdict(list)
@@ -615,7 +622,7 @@ def fit_score(rows: list[tuple[np.ndarray, float, int]]) -> tuple[float, float]:
 
 
 def score_table(scores, folds: dict[int, dict], store: VectorStore, heads) -> None:
-    fold_of = everyday.fold_of([row.domain for row in scores])
+    fold_of = _folds(scores, folds)
     entries = {}
     for record in folds.values():
         entries.update(_checked(record["score"], scores, lambda r: everyday.row_key(r.question, r.text), "score"))
