@@ -61,8 +61,9 @@ PROBE_SCALE = 0.01
 
 
 def probe_weight() -> np.ndarray:
-    """(64 inputs, 8 outputs) of large int8 weights of one sign: 120 and 127 by turns along the input."""
-    weight = np.full((64, 8), 127, np.int8)
+    """Large int8 weights of one sign, 120 and 127 by turns along the input, shaped as the encoders' attention
+    output (384 × 384), so that onnxruntime picks the kernel it picks for them."""
+    weight = np.full((384, 384), 127, np.int8)
     weight[::2] = 120
     return weight
 
@@ -71,13 +72,14 @@ def int8_probe() -> tuple[bytes, np.ndarray, np.ndarray]:
     """One int8 layer, an input and its exact output: large activations against large weights of one sign,
     whose pairwise sums an x86 CPU without VNNI saturates to 16 bits."""
     weight = probe_weight()
-    scale, bias = np.full(8, PROBE_SCALE, np.float32), np.zeros(8, np.float32)
+    inputs, outputs = weight.shape
+    scale, bias = np.full(outputs, PROBE_SCALE, np.float32), np.zeros(outputs, np.float32)
     bert = _BertGraph(heads=1)
     bert.graph = Graph()  # the layer alone, without the encoder's position input
-    layer = bert.linear(bert.graph.input("x", np.float32, [1, "length", 64]), weight, bias, scale)
-    x = np.ones((1, 3, 64), np.float32)
+    layer = bert.linear(bert.graph.input("x", np.float32, [1, "length", inputs]), weight, bias, scale)
+    x = np.ones((1, 16, inputs), np.float32)
     # onnxruntime quantizes the activations to uint8 over [min(x, 0), max(x, 0)]: here, 1.0 is 255.
-    exact = (np.full((1, 3, 64), 255, np.int64) @ weight.astype(np.int64)) * (1.0 / 255.0) * scale
+    exact = (np.full(x.shape, 255, np.int64) @ weight.astype(np.int64)) * (1.0 / 255.0) * scale
     return bert.graph.to_bytes(layer), x, exact.astype(np.float32)
 
 
