@@ -81,9 +81,9 @@ bench-decisions: install
 # The reader (a MiniLM cross-encoder) needs torch, which only this target installs. It is trained twice: a
 # six-layer reader, then the shipped four-layer one taught by it (--layers 4 --distil). FOLD=0, 1 or 2 trains
 # without that fold's domains and writes training/heldout/fold-FOLD.json (the six-layer reader's in
-# training/heldout/six-layers/; about 45 minutes a fold and model on one core of these machines: run two folds
-# at once); FOLD=final writes assets/reader.npz; FOLD=every does all of it in turn, the accelerator's command
-# (minutes on one GPU).
+# training/heldout/six-layers/; 15 to 45 minutes a fold and model on these 2-core machines, by CPU: run two
+# folds at once on one thread each); FOLD=final writes assets/reader.npz; FOLD=every does all of it in turn,
+# the accelerator's command (minutes on one GPU).
 FOLD ?= every
 READER := $(BIN)/python training/cross_encoder.py --data $(DECISIONS) --everyday $(EVERYDAY) --fold $(FOLD)
 train-reader: install

@@ -68,19 +68,24 @@ def probe_weight() -> np.ndarray:
     return weight
 
 
+def int8_layer(weight: np.ndarray, scale: np.ndarray) -> bytes:
+    """A graph of one int8 linear layer alone, as the encoders build theirs (no bias): input ``x``, (1, length,
+    inputs)."""
+    bert = _BertGraph(heads=1)
+    bert.graph = Graph()  # the layer alone, without the encoder's position input
+    x = bert.graph.input("x", np.float32, [1, "length", weight.shape[0]])
+    return bert.graph.to_bytes(bert.linear(x, weight, np.zeros(weight.shape[1], np.float32), scale))
+
+
 def int8_probe() -> tuple[bytes, np.ndarray, np.ndarray]:
     """One int8 layer, an input and its exact output: large activations against large weights of one sign,
     whose pairwise sums an x86 CPU without VNNI saturates to 16 bits."""
     weight = probe_weight()
-    inputs, outputs = weight.shape
-    scale, bias = np.full(outputs, PROBE_SCALE, np.float32), np.zeros(outputs, np.float32)
-    bert = _BertGraph(heads=1)
-    bert.graph = Graph()  # the layer alone, without the encoder's position input
-    layer = bert.linear(bert.graph.input("x", np.float32, [1, "length", inputs]), weight, bias, scale)
-    x = np.ones((1, 16, inputs), np.float32)
+    scale = np.full(weight.shape[1], PROBE_SCALE, np.float32)
+    x = np.ones((1, 16, weight.shape[0]), np.float32)
     # onnxruntime quantizes the activations to uint8 over [min(x, 0), max(x, 0)]: here, 1.0 is 255.
     exact = (np.full(x.shape, 255, np.int64) @ weight.astype(np.int64)) * (1.0 / 255.0) * scale
-    return bert.graph.to_bytes(layer), x, exact.astype(np.float32)
+    return int8_layer(weight, scale), x, exact.astype(np.float32)
 
 
 @functools.cache
