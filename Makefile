@@ -10,7 +10,7 @@ DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
 EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray
 
-.PHONY: install install-core demo test bench bench-labels bench-calibration bench-decisions train-model train-reader bench-serve bench-replicas bench-batch check-data clean
+.PHONY: install install-core demo test bench bench-labels bench-calibration bench-decisions train-model train-reader train-teacher bench-serve bench-replicas bench-batch check-data clean
 
 install: $(VENV)/.installed
 install-core: $(VENV)/.installed-core
@@ -90,6 +90,16 @@ train-reader: install
 	$(BIN)/python -m pip install -q -e '.[train]'
 	$(READER) --heldout training/heldout/six-layers --reader-out training/.cache/reader-six-layers.npz
 	$(READER) --layers 4 --distil
+
+# The larger teacher's trial (training/README.md, "A larger teacher"): all-mpnet-base-v2 fine-tuned fold by
+# fold, then four-layer students taught by it, each starting from its fold's six-layer MiniLM reader (made
+# again here, into the cache, where a fresh machine has none). Hours on two cores, minutes on one GPU.
+train-teacher: install
+	$(BIN)/python -m pip install -q -e '.[train]'
+	$(READER) --heldout training/.cache/heldout-six-layers --reader-out training/.cache/reader-six-layers.npz
+	$(READER) --base mpnet --heldout training/heldout/mpnet
+	$(READER) --layers 4 --distil --teacher-base mpnet --heldout training/heldout/mpnet-students \
+		--reader-out training/.cache/reader-mpnet-student.npz
 
 # decirank serve's /v1/rerank with the default model, new text in every request: requests per second and
 # p50/p95 with --workers 1 --threads 1, --workers 2 --threads 1 and the default, start-to-ready, memory per

@@ -53,6 +53,13 @@ weights elsewhere than the shipped file. ``--teacher-reader PATH`` gives a
 final student an exported six-layer reader as its teacher (dequantized)
 where its checkpoint is not in the cache.
 
+``--base mpnet`` fine-tunes all-mpnet-base-v2 instead (``bases.py``: twelve
+layers of 768, about five times MiniLM's cost a step), too large to ship: its
+folds are judged like any reader's (``--heldout training/heldout/mpnet``), and
+``--distil --teacher-base mpnet`` teaches a student from its answers (of the
+same fold and seed, trained first) while the student still starts from the
+six-layer MiniLM reader's first layers.
+
 torch is needed here only (the ``train`` extra), never at run time.
 Checkpoints go to ``training/.cache/cross_encoder`` every 200 steps, and a
 run started again with the same arguments resumes.
@@ -463,6 +470,20 @@ def batches(pairs: list, groups: list[Group], epochs: float, seed: int) -> list[
     return out[: math.ceil(per_epoch * epochs)]
 
 
+@dataclass(frozen=True)
+class Teacher:
+    """A reader whose answers a student learns ``DISTIL`` of each target from, read with its own tokenizer: a
+    six-layer MiniLM reader tokenizes as its student does, an MPNet one (``--teacher-base mpnet``) does not."""
+
+    model: CrossEncoder
+    tokenizer: object
+
+    @torch.no_grad()
+    def __call__(self, pairs: list[tuple[str, str]], device: str) -> torch.Tensor:
+        inputs = {k: v.to(device) for k, v in encode(self.tokenizer, pairs, self.model.apart).items()}
+        return self.model(inputs)
+
+
 def step_loss(
     model,
     tokenizer,
@@ -471,25 +492,20 @@ def step_loss(
     step: tuple[str, list[int]],
     device: str,
     ordinal: float = ORDINAL,
-    teacher: CrossEncoder | None = None,
+    teacher: Teacher | None = None,
 ) -> torch.Tensor:
     kind, index = step
-
-    def taught(inputs: dict[str, torch.Tensor]) -> torch.Tensor | None:
-        if teacher is None:
-            return None
-        with torch.no_grad():
-            return teacher(inputs)
-
     if kind == "pairs":
-        batch = [pairs[i] for i in index]
-        inputs = {k: v.to(device) for k, v in encode(tokenizer, [(q, t) for q, t, _ in batch], model.apart).items()}
-        labels = _distilled([float(y) for _, _, y in batch], taught(inputs), device)
-        return torch.nn.functional.binary_cross_entropy_with_logits(model(inputs), labels)
-    chosen = [groups[i] for i in index]
-    encoded = encode(tokenizer, [(q, group.text) for group in chosen for q in group.questions], model.apart)
-    inputs = {k: v.to(device) for k, v in encoded.items()}
-    return group_loss(model(inputs), chosen, ordinal, taught(inputs))
+        batch = [(q, t) for q, t, _ in (pairs[i] for i in index)]
+        labels = [float(pairs[i][2]) for i in index]
+    else:
+        chosen = [groups[i] for i in index]
+        batch = [(q, group.text) for group in chosen for q in group.questions]
+    inputs = {k: v.to(device) for k, v in encode(tokenizer, batch, model.apart).items()}
+    taught = None if teacher is None else teacher(batch, device)
+    if kind == "pairs":
+        return torch.nn.functional.binary_cross_entropy_with_logits(model(inputs), _distilled(labels, taught, device))
+    return group_loss(model(inputs), chosen, ordinal, taught)
 
 
 def fine_tune(
@@ -502,7 +518,7 @@ def fine_tune(
     checkpoint: Path,
     device: str,
     ordinal: float = ORDINAL,
-    teacher: CrossEncoder | None = None,
+    teacher: Teacher | None = None,
 ) -> None:
     plan = batches(pairs, groups, epochs, seed)
     trained = [p for p in model.parameters() if p.requires_grad]
@@ -751,7 +767,10 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
 
     # Named by what it is trained on and how (the groups' targets and the step settings) too, so a changed
     # recipe never resumes another's checkpoint.
-    def checkpoint_of(layers: int, distil: bool, base_seed: int, pairs: list, groups: list[Group]) -> Path:
+    def checkpoint_of(
+        layers: int, distil: bool, base_seed: int, pairs: list, groups: list[Group], base: str | None = None
+    ) -> Path:
+        base = base or args.base
         settings = (BATCH, RATE, WARMUP, MAX_TOKENS, GROUPS_PER_STEP, LISTWISE)
         if args.ordinal:  # named only when set, so the shipped recipe's checkpoints keep their names
             settings += (args.ordinal,)
@@ -761,12 +780,14 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             settings += (("layers", layers),)
         if args.bare_options:
             settings += (("bare", args.bare_options),)
-        if args.base != "minilm":
-            settings += (("base", args.base),)
+        if base != "minilm":
+            settings += (("base", base),)
         if distil:
             settings += (("distil", DISTIL),)
         if distil and args.teacher_reader:  # a student of the exported reader is another recipe's
             settings += (("teacher", hashlib.sha256(args.teacher_reader.read_bytes()).hexdigest()[:16]),)
+        if distil and args.teacher_base != "minilm":
+            settings += (("teacher base", args.teacher_base),)
         recipe = hashlib.blake2b(
             repr((pairs, [(group, group.target()) for group in groups], settings)).encode("utf-8"), digest_size=4
         ).hexdigest()
@@ -775,23 +796,34 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     checkpoint = checkpoint_of(args.layers, args.distil, args.seed, pairs, groups)
     teacher = None
     if args.distil:
-        teacher = CrossEncoder(path, args.apart).to(args.device)
+        six = CrossEncoder(path, args.apart).to(args.device)
+        # The same recipe's readers of this fold, trained before (their checkpoints in the cache), drawn with
+        # their own seed: a student's seed is drawn apart from its teacher's. The teacher's questions are drawn
+        # again only when its seed differs from the student's.
+        teacher_seed = args.seed if args.teacher_seed is None else args.teacher_seed
+        taught_questions = (pairs, groups) if teacher_seed == args.seed else questions_of(seed_of(teacher_seed))
         if args.teacher_reader:
             taught_by = args.teacher_reader
-            imported(teacher, taught_by)
+            imported(six, taught_by)
         else:
-            # The same recipe's six-layer reader of this fold, trained before (its checkpoint in the cache),
-            # drawn with its own seed: a student's seed is drawn apart from its teacher's.
-            teacher_seed = args.seed if args.teacher_seed is None else args.teacher_seed
-            # The teacher's questions are drawn again only when its seed differs from the student's.
-            taught_questions = (pairs, groups) if teacher_seed == args.seed else questions_of(seed_of(teacher_seed))
-            taught_by = checkpoint_of(0, False, teacher_seed, *taught_questions)
+            taught_by = checkpoint_of(0, False, teacher_seed, *taught_questions, base="minilm")
             if not taught_by.exists():
                 sys.exit(f"--distil: no six-layer reader of this recipe and fold at {taught_by}; train it first")
-            teacher.load_state_dict(torch.load(taught_by, map_location=args.device)["model"])
-        teacher.eval()
-        # The student starts as the teacher's first layers (the rest of its state is unexpected, so ignored).
-        model.load_state_dict(teacher.state_dict(), strict=False)
+            six.load_state_dict(torch.load(taught_by, map_location=args.device)["model"])
+        six.eval()
+        # The student starts as the six-layer reader's first layers (the rest of its state is unexpected, so
+        # ignored), and learns from its answers or, with --teacher-base, from a larger reader's.
+        model.load_state_dict(six.state_dict(), strict=False)
+        teacher = Teacher(six, tokenizer)
+        if args.teacher_base != "minilm":
+            taught_by = checkpoint_of(0, False, teacher_seed, *taught_questions, base=args.teacher_base)
+            if not taught_by.exists():
+                sys.exit(f"--teacher-base: no {args.teacher_base} reader of this recipe and fold at {taught_by}")
+            larger_path = base_path(args.teacher_base)
+            larger = CrossEncoder(larger_path).to(args.device)
+            larger.load_state_dict(torch.load(taught_by, map_location=args.device)["model"])
+            teacher = Teacher(larger.eval(), AutoTokenizer.from_pretrained(larger_path))
+            del six
         print(f"distilling {taught_by.name}", flush=True)
     started = time.monotonic()
     fine_tune(model, tokenizer, pairs, groups, args.epochs, seed, checkpoint, args.device, args.ordinal, teacher)
@@ -918,6 +950,13 @@ def main() -> None:
         help="with --distil: the --seed the six-layer teacher was trained with (default the student's own)",
     )
     parser.add_argument(
+        "--teacher-base",
+        choices=BASES,
+        default="minilm",
+        help="with --distil: whose answers the student learns from, the six-layer MiniLM reader it starts from "
+        "(default) or this recipe's and fold's reader of a larger encoder (mpnet, trained first with --base mpnet)",
+    )
+    parser.add_argument(
         "--teacher-reader",
         type=Path,
         help="with --distil --fold final: the teacher is this exported six-layer reader (int8, "
@@ -947,8 +986,12 @@ def main() -> None:
         parser.error(
             "--teacher-reader: a final student's teacher (--distil --fold final); a fold's saw its held-out domains"
         )
+    if args.teacher_base != "minilm" and not args.distil:
+        parser.error("--teacher-base: the teacher of a student (--distil)")
     if args.base != "minilm" and (args.apart or args.layers or args.distil or args.teacher_reader):
-        parser.error(f"--base {args.base}: a teacher of the shipped reader; --apart, --layers and --distil are MiniLM's")
+        parser.error(
+            f"--base {args.base}: a teacher of the shipped reader; --apart, --layers and --distil are MiniLM's"
+        )
     if args.apart and None in folds:
         parser.error("--apart: the runtime reads question and text together, so such a reader is judged by folds only")
     corpus_rows = yes_no_rows(args.data, 0)
