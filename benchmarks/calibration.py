@@ -52,6 +52,7 @@ import everyday
 import decirank
 from decirank.backends.local._assets import SHA256
 from decirank.calibration import choose_map, conformal_sets, recall_cutoff, reliability
+from decirank.calibration._maps import _logit, _sigmoid  # the maps' own, so the reference reads as they do
 
 FIT_ROWS = 100
 TARGET = 0.9
@@ -147,17 +148,12 @@ def split_rows(rows: int, split: int, fit_rows: int = FIT_ROWS) -> tuple[np.ndar
     return order[:fit_rows], order[fit_rows:]
 
 
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-6, 1 - 1e-6)
-    return np.log(p) - np.log1p(-p)
-
-
 def level_fitted(shape: np.ndarray, labels: np.ndarray) -> float:
     """The offset ``b`` of ``sigmoid(shape + b)`` of most likelihood on ``labels``: where its mean is their rate."""
     low, high, rate = -20.0, 20.0, float(labels.mean())
     for _ in range(60):  # the mean rises with b: bisect
         middle = (low + high) / 2
-        low, high = (middle, high) if np.mean(1 / (1 + np.exp(-(shape + middle)))) < rate else (low, middle)
+        low, high = (middle, high) if np.mean(_sigmoid(shape + middle)) < rate else (low, middle)
     return (low + high) / 2
 
 
@@ -172,7 +168,7 @@ def measure_yes_no(p: np.ndarray, y: np.ndarray, splits: int, recall_splits: int
         fitted, _, _ = choose_map(p[fit], y[fit], seed=split)
         calibrated = fitted(p[rest])
         eces.append(reliability(calibrated, y[rest]).ece)
-        known_shape = 1 / (1 + np.exp(-(shape[rest] + level_fitted(shape[fit], y[fit]))))
+        known_shape = _sigmoid(shape[rest] + level_fitted(shape[fit], y[fit]))
         level_only.append(reliability(known_shape, y[rest]).ece)
         raw_eces.append(reliability(p[rest], y[rest]).ece)
         # What ECE would read if these calibrated numbers were exactly right: labels drawn from them.
