@@ -58,7 +58,10 @@ layers of 768, about five times MiniLM's cost a step), too large to ship: its
 folds are judged like any reader's (``--heldout training/heldout/mpnet``), and
 ``--distil --teacher-base mpnet`` teaches a student from its answers (of the
 same fold and seed, trained first) while the student still starts from the
-six-layer MiniLM reader's first layers.
+six-layer MiniLM reader's first layers. ``--transfer N`` adds questions no
+one labelled, answered by the teacher alone (``transfer_questions``): each
+everyday yes/no question of a training domain asked of N other texts of its
+domain, each choice question of N/2.
 
 torch is needed here only (the ``train`` extra), never at run time.
 Checkpoints go to ``training/.cache/cross_encoder`` every 200 steps, and a
@@ -154,6 +157,9 @@ BARE_OPTIONS = 0.5
 #: (the same recipe and fold, its cached checkpoint), the rest the label: the teacher's answers say how sure
 #: to be where a label only says yes or no. The student starts from the teacher's first ``--layers`` layers.
 DISTIL = 0.5
+#: A label of this value marks a transfer question (``--transfer``): no one labelled it, so its whole target is
+#: the teacher's answer.
+UNLABELLED = -1
 
 
 def encode(tokenizer, pairs: list[tuple[str, str]], apart: int = 0) -> dict[str, torch.Tensor]:
@@ -298,7 +304,8 @@ class Group:
     ordered: bool = False
 
     def target(self) -> list[float]:
-        """The softmax's target over the questions (and "none" last, where it fits)."""
+        """The softmax's target over the questions (and "none" last, where it fits); an unlabelled group's is
+        the teacher's alone (``group_loss``), so none here."""
         size = len(self.questions) + self.none_fits
         out = [float(i == self.answer) for i in range(size)]
         if self.ordered:
@@ -307,6 +314,46 @@ class Group:
                 out[i] = NEIGHBOUR_SHARE / 2
             out[self.answer] = 1.0 - NEIGHBOUR_SHARE / 2 * len(neighbours)
         return out
+
+
+def transfer_questions(
+    data, held_everyday, per_question: int, seed: int
+) -> tuple[list[tuple[str, str, int]], list[Group]]:
+    """Questions no one labelled, answered by the teacher alone (``--transfer``): each everyday yes/no question
+    of a training domain asked of ``per_question`` other texts of its domain (a negated one in the plain form
+    the runtime asks), and each choice question with its described options of half as many. A student of a
+    larger reader learns how it reads far more (question, text) pairs than the labels cover, "none" where a
+    domain's text fits no option included. Only training domains' texts: a fold's held-out texts stay unseen."""
+    yes_no, choices, scores = data
+    rng = random.Random(seed)
+    texts: dict[str, list[str]] = {}
+    for row in (*yes_no, *choices, *scores):
+        if row.domain not in held_everyday:
+            texts.setdefault(row.domain, [])
+            if row.text not in texts[row.domain]:
+                texts[row.domain].append(row.text)
+    labelled: dict[tuple[str, str], set[str]] = {}
+    for row in yes_no:
+        labelled.setdefault((row.domain, row.question), set()).add(row.text)
+    pairs = []
+    for (domain, question), seen in sorted(labelled.items()):
+        if domain in held_everyday:
+            continue
+        others = [text for text in texts[domain] if text not in seen]
+        plain = strip_negation(question)[0]
+        pairs += [(asked(plain), text, UNLABELLED) for text in rng.sample(others, min(per_question, len(others)))]
+    asked_choices: dict[tuple[str, str, tuple], tuple[dict[str, str], set[str]]] = {}
+    for row in choices:
+        if row.domain not in held_everyday:
+            key = (row.domain, row.question, tuple(row.options.items()))
+            asked_choices.setdefault(key, (row.options, set()))[1].add(row.text)
+    groups = []
+    for (domain, question, _), (options, seen) in sorted(asked_choices.items()):
+        others = [text for text in texts[domain] if text not in seen]
+        questions = tuple(option_asked(question, k, d) for k, d in options.items())
+        for text in rng.sample(others, min(max(1, per_question // 2), len(others))):
+            groups.append(Group(questions, text, UNLABELLED, True))
+    return pairs, groups
 
 
 def _choice_groups(
@@ -421,13 +468,17 @@ def group_loss(
         mine = logits[at : at + len(group.questions)]
         theirs = None if teacher is None else teacher[at : at + len(group.questions)]
         at += len(group.questions)
-        labels += [float(i == group.answer) for i in range(len(group.questions))]
+        unlabelled = group.answer == UNLABELLED
+        labels += [UNLABELLED if unlabelled else float(i == group.answer) for i in range(len(group.questions))]
         if group.none_fits:
             mine = torch.cat([mine, mine.new_zeros(1)])
             theirs = None if theirs is None else torch.cat([theirs, theirs.new_zeros(1)])
-        target = torch.tensor([group.target()], device=mine.device)
-        if theirs is not None:
-            target = (1 - DISTIL) * target + DISTIL * torch.softmax(theirs, dim=0)[None]
+        if unlabelled:
+            target = torch.softmax(theirs, dim=0)[None]
+        else:
+            target = torch.tensor([group.target()], device=mine.device)
+            if theirs is not None:
+                target = (1 - DISTIL) * target + DISTIL * torch.softmax(theirs, dim=0)[None]
         listwise.append(torch.nn.functional.cross_entropy(mine[None], target))
         if group.ordered and ordinal:
             levels = torch.arange(len(group.questions), dtype=mine.dtype, device=mine.device)
@@ -439,9 +490,13 @@ def group_loss(
 
 
 def _distilled(labels: list[float], teacher: torch.Tensor | None, device) -> torch.Tensor:
-    """Yes/no targets: the labels, or ``DISTIL`` of the way to the teacher's probabilities."""
+    """Yes/no targets: the labels, or ``DISTIL`` of the way to the teacher's probabilities (all the way for an
+    ``UNLABELLED`` question)."""
     hard = torch.tensor(labels, device=device)
-    return hard if teacher is None else (1 - DISTIL) * hard + DISTIL * torch.sigmoid(teacher)
+    if teacher is None:
+        return hard
+    soft = torch.sigmoid(teacher)
+    return torch.where(hard == UNLABELLED, soft, (1 - DISTIL) * hard + DISTIL * soft)
 
 
 # --- training --------------------------------------------------------------------------------------------
@@ -758,6 +813,11 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         return pairs, groups
 
     pairs, groups = questions_of(seed)
+    labelled = (pairs, groups)  # a teacher of the same seed was trained on these, the transfer questions apart
+    if args.transfer:
+        transfer_pairs, transfer_groups = transfer_questions(data, held_everyday, args.transfer, seed)
+        pairs, groups = pairs + transfer_pairs, groups + transfer_groups
+        print(f"{len(transfer_pairs)} transfer questions and {len(transfer_groups)} transfer groups", flush=True)
     questions = len(pairs) + sum(len(group.questions) for group in groups)
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
     path = base_path(args.base)
@@ -788,6 +848,8 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             settings += (("teacher", hashlib.sha256(args.teacher_reader.read_bytes()).hexdigest()[:16]),)
         if distil and args.teacher_base != "minilm":
             settings += (("teacher base", args.teacher_base),)
+        if distil and args.transfer:
+            settings += (("transfer", args.transfer),)
         recipe = hashlib.blake2b(
             repr((pairs, [(group, group.target()) for group in groups], settings)).encode("utf-8"), digest_size=4
         ).hexdigest()
@@ -801,7 +863,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         # their own seed: a student's seed is drawn apart from its teacher's. The teacher's questions are drawn
         # again only when its seed differs from the student's.
         teacher_seed = args.seed if args.teacher_seed is None else args.teacher_seed
-        taught_questions = (pairs, groups) if teacher_seed == args.seed else questions_of(seed_of(teacher_seed))
+        taught_questions = labelled if teacher_seed == args.seed else questions_of(seed_of(teacher_seed))
         if args.teacher_reader:
             taught_by = args.teacher_reader
             imported(six, taught_by)
@@ -852,6 +914,8 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             "everyday_negated": args.everyday_negated,
             "distil": DISTIL if args.distil else 0.0,
             "base": args.base,
+            "teacher_base": args.teacher_base if args.distil else None,
+            "transfer": args.transfer,
         },
         "training_questions": questions,
         "training_seconds": round(trained_s),
@@ -957,6 +1021,13 @@ def main() -> None:
         "(default) or this recipe's and fold's reader of a larger encoder (mpnet, trained first with --base mpnet)",
     )
     parser.add_argument(
+        "--transfer",
+        type=int,
+        default=0,
+        help="with --distil: ask each everyday yes/no question of this many other texts of its domain, and each "
+        "choice question of half as many, answered by the teacher alone (default 0)",
+    )
+    parser.add_argument(
         "--teacher-reader",
         type=Path,
         help="with --distil --fold final: the teacher is this exported six-layer reader (int8, "
@@ -986,6 +1057,8 @@ def main() -> None:
         parser.error(
             "--teacher-reader: a final student's teacher (--distil --fold final); a fold's saw its held-out domains"
         )
+    if args.transfer and not args.distil:
+        parser.error("--transfer: questions answered by a teacher (--distil)")
     if args.teacher_base != "minilm" and not args.distil:
         parser.error("--teacher-base: the teacher of a student (--distil)")
     if args.base != "minilm" and (args.apart or args.layers or args.distil or args.teacher_reader):
