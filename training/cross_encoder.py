@@ -80,7 +80,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -326,19 +326,16 @@ def transfer_questions(
     domain's text fits no option included. Only training domains' texts: a fold's held-out texts stay unseen."""
     yes_no, choices, scores = data
     rng = random.Random(seed)
-    texts: dict[str, list[str]] = {}
+    texts: dict[str, dict[str, None]] = {}  # each domain's texts, in order, once
     for row in (*yes_no, *choices, *scores):
         if row.domain not in held_everyday:
-            texts.setdefault(row.domain, [])
-            if row.text not in texts[row.domain]:
-                texts[row.domain].append(row.text)
+            texts.setdefault(row.domain, {})[row.text] = None
     labelled: dict[tuple[str, str], set[str]] = {}
     for row in yes_no:
-        labelled.setdefault((row.domain, row.question), set()).add(row.text)
+        if row.domain not in held_everyday:
+            labelled.setdefault((row.domain, row.question), set()).add(row.text)
     pairs = []
     for (domain, question), seen in sorted(labelled.items()):
-        if domain in held_everyday:
-            continue
         others = [text for text in texts[domain] if text not in seen]
         plain = strip_negation(question)[0]
         pairs += [(asked(plain), text, UNLABELLED) for text in rng.sample(others, min(per_question, len(others)))]
@@ -532,11 +529,17 @@ class Teacher:
 
     model: CrossEncoder
     tokenizer: object
+    # Its answer to each (question, text) pair asked so far: the teacher is frozen, and every epoch asks the
+    # same pairs again, an MPNet teacher's forward pass costing most of a student's step.
+    answers: dict[tuple[str, str], torch.Tensor] = field(default_factory=dict)
 
     @torch.no_grad()
     def __call__(self, pairs: list[tuple[str, str]], device: str) -> torch.Tensor:
-        inputs = {k: v.to(device) for k, v in encode(self.tokenizer, pairs, self.model.apart).items()}
-        return self.model(inputs)
+        new = [pair for pair in dict.fromkeys(pairs) if pair not in self.answers]
+        if new:
+            inputs = {k: v.to(device) for k, v in encode(self.tokenizer, new, self.model.apart).items()}
+            self.answers.update(zip(new, self.model(inputs)))
+        return torch.stack([self.answers[pair] for pair in pairs])
 
 
 def step_loss(
