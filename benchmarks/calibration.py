@@ -162,7 +162,8 @@ def attainable(p: np.ndarray, y: np.ndarray, splits: int, fit_rows: int = FIT_RO
     """The mean ECE a hundred labels allow at best on these rows, were the truth known: taken to be exactly
     the set's Platt map (fitted on every row) and each split's labels drawn from it, the ECE on the held-out
     rows of that map with only its level fitted on the labelled rows (its shape given, not found), and of a
-    Platt map fitted on them. No map fitted on the labels alone can be expected to read below the first."""
+    Platt map fitted on them. Short of knowing the shape beforehand, no map fitted on the labels alone can be
+    expected to read below the first: the level it must still find is a rate read off a hundred labels."""
     truth = fit_map("platt", p, y)(p)
     shape = _logit(truth)
     given_shape, platt = [], []
