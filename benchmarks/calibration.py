@@ -13,10 +13,10 @@ calibrate`` and the tools use) and measures on the other rows:
 - ECE (ten bins) of the calibrated probabilities, beside the model's own and
   beside a floor: the ECE the same numbers would read if they were exactly
   right (labels drawn from them), which is what ten bins over the held-out
-  rows measure even of a perfect map; and beside what a hundred labels allow
+  rows measure even of a perfect map; and beside what the labelled rows allow
   at best: were the set's truth exactly its Platt map (fitted on every row)
   and labels drawn from it, the ECE of that very map with only its level
-  fitted on the hundred labels (the shape given, not found), and of a Platt
+  fitted on the labelled rows (the shape given, not found), and of a Platt
   map fitted on them (a map of the truth's own family);
 - ``target_recall=0.9`` at confidence 0.9: in how many splits the held-out
   recall is at least 0.9 (the promise says at least 90 of 100), and the
@@ -159,11 +159,11 @@ def level_fitted(shape: np.ndarray, labels: np.ndarray) -> float:
 
 
 def attainable(p: np.ndarray, y: np.ndarray, splits: int, fit_rows: int = FIT_ROWS) -> tuple[float, float]:
-    """The mean ECE a hundred labels allow at best on these rows, were the truth known: taken to be exactly
+    """The mean ECE ``fit_rows`` labels allow at best on these rows, were the truth known: taken to be exactly
     the set's Platt map (fitted on every row) and each split's labels drawn from it, the ECE on the held-out
     rows of that map with only its level fitted on the labelled rows (its shape given, not found), and of a
     Platt map fitted on them. Short of knowing the shape beforehand, no map fitted on the labels alone can be
-    expected to read below the first: the level it must still find is a rate read off a hundred labels."""
+    expected to read below the first: the level it must still find is a rate read off the labelled rows."""
     truth = fit_map("platt", p, y)(p)
     shape = _logit(truth)
     given_shape, platt = [], []
