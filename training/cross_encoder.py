@@ -191,7 +191,8 @@ class CrossEncoder(torch.nn.Module):
     together: at run time the text's lower states would be the dense encoder's own (its pass over the text
     is made anyway, for the text's vector), so the reader would cost its upper layers only. A learned
     vector added to the text's states tells the upper layers which tokens are the text. With ``layers = N``
-    (``--layers``) the reader keeps MiniLM's first N layers only, and costs N/6 of a full pass.
+    (``--layers``) the reader keeps the encoder's first N layers only (MiniLM's or MPNet's), at N/6 or N/12
+    of a full pass.
     """
 
     def __init__(self, path: str, apart: int = 0, layers: int = 0):
@@ -992,7 +993,7 @@ def main() -> None:
         "--layers",
         type=int,
         default=0,
-        help="keep only MiniLM's first this many layers (default 0: all six)",
+        help="keep only the encoder's first this many layers (default 0: all of them, six of MiniLM, twelve of MPNet)",
     )
     parser.add_argument(
         "--bare-options",
@@ -1064,9 +1065,9 @@ def main() -> None:
         parser.error("--transfer: questions answered by a teacher (--distil)")
     if args.teacher_base != "minilm" and not args.distil:
         parser.error("--teacher-base: the teacher of a student (--distil)")
-    if args.base != "minilm" and (args.apart or args.layers or args.distil or args.teacher_reader):
+    if args.base != "minilm" and (args.apart or args.distil or args.teacher_reader):
         parser.error(
-            f"--base {args.base}: a teacher of the shipped reader; --apart, --layers and --distil are MiniLM's"
+            f"--base {args.base}: a teacher of the shipped reader or a reader of its own; --apart and --distil are MiniLM's"
         )
     if args.apart and None in folds:
         parser.error("--apart: the runtime reads question and text together, so such a reader is judged by folds only")
