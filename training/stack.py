@@ -553,6 +553,27 @@ def _fit_choice_blend(subset) -> tuple[float, float, tuple[list[float], float]]:
     return a, b, none
 
 
+#: The most in-scope accuracy a "none" threshold may cost where the option is offered, on the rows it is set on.
+NONE_LOSS = 0.04
+NONE_SHIFTS = np.arange(-1.5, 1.01, 0.125)
+
+
+def none_shift(rows, fitted) -> float:
+    """The shift of the none map's logit that finds the most "none" rows of ``rows`` while in-scope accuracy
+    where "none" is offered falls by at most ``NONE_LOSS``: the map is fitted by log loss, which sets no
+    threshold for a reader's logits as they are."""
+    best = (0.0, -1.0)
+    for shift in NONE_SHIFTS:
+        a, b, (c, d) = fitted
+        hits = defaultdict(list)
+        for _, r, cosine, answer in (t for t in rows if t[0].none_text):
+            _judge_choice(hits, r, cosine, answer, True, a, b, (c, d + shift))
+        lost = np.mean(hits["in scope, none offered, without none"]) - np.mean(hits["in scope, none offered"])
+        if lost <= NONE_LOSS and np.mean(hits["none recall"]) > best[1]:
+            best = (float(shift), float(np.mean(hits["none recall"])))
+    return best[0]
+
+
 def choice_table(choices, folds: dict[int, dict], store: VectorStore, bare: bool = False) -> dict:
     """Choice figures, cross-fitted by fold; returns the blend fitted on every fold.
 
@@ -573,8 +594,14 @@ def choice_table(choices, folds: dict[int, dict], store: VectorStore, bare: bool
         train_rows = [t for t in rows if fold_of[t[0].domain] != k] or rows
         fitted = _fit_choice_blend(train_rows)
         before = _fit_choice_blend([t for t in described if fold_of[t[0].domain] != k]) if bare else None
+        a, b, (c, d) = fitted
+        shifted, thresholded = (a, b, (c, d + none_shift(train_rows, fitted))), defaultdict(list)
         for row, r, cosine, answer in (t for t in rows if fold_of[t[0].domain] == k):
             _judge_choice(correct, r, cosine, answer, bool(row.none_text), *fitted)
+            if row.none_text:
+                _judge_choice(thresholded, r, cosine, answer, True, *shifted)
+        for name in ("in scope, none offered", "none recall"):
+            correct[f"{name}, its threshold set on the rest"] += thresholded[name]
             if before:
                 _judge_choice(correct, r, cosine, answer, bool(row.none_text), *before, prefix="described fit: ")
     print(f"\nEveryday choice{', options named only' if bare else ''}, leave-one-domain-out (accuracy)")
