@@ -92,12 +92,14 @@ train-reader: install
 	$(READER) --layers 4 --distil
 
 # The larger teacher's trial (training/README.md, "A larger teacher"): all-mpnet-base-v2 fine-tuned fold by
-# fold, then four-layer students taught by it, each starting from its fold's six-layer MiniLM reader (made
+# fold, its first six layers alone fine-tuned the same way (a reader of the cost the runtime allows), then
+# four-layer students taught by the whole one, each starting from its fold's six-layer MiniLM reader (made
 # again here, into the cache, where a fresh machine has none). Hours on two cores, minutes on one GPU.
 train-teacher: install
 	$(BIN)/python -m pip install -q -e '.[train]'
 	$(READER) --heldout training/.cache/heldout-six-layers --reader-out training/.cache/reader-six-layers.npz
 	$(READER) --base mpnet --heldout training/heldout/mpnet
+	$(READER) --base mpnet --layers 6 --heldout training/heldout/mpnet-6
 	$(READER) --layers 4 --distil --teacher-base mpnet --heldout training/heldout/mpnet-students \
 		--reader-out training/.cache/reader-mpnet-student.npz
 
