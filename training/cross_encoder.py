@@ -1066,9 +1066,7 @@ def main() -> None:
     if args.teacher_base != "minilm" and not args.distil:
         parser.error("--teacher-base: the teacher of a student (--distil)")
     if args.base != "minilm" and (args.apart or args.distil or args.teacher_reader):
-        parser.error(
-            f"--base {args.base}: a teacher of the shipped reader or a reader of its own; --apart and --distil are MiniLM's"
-        )
+        parser.error(f"--base {args.base}: a reader of its own or a teacher; --apart and --distil are MiniLM's")
     if args.apart and None in folds:
         parser.error("--apart: the runtime reads question and text together, so such a reader is judged by folds only")
     corpus_rows = yes_no_rows(args.data, 0)

@@ -562,9 +562,9 @@ def none_shift(rows, fitted) -> float:
     """The shift of the none map's logit that finds the most "none" rows of ``rows`` while in-scope accuracy
     where "none" is offered falls by at most ``NONE_LOSS``: the map is fitted by log loss, which sets no
     threshold for a reader's logits as they are."""
+    a, b, (c, d) = fitted
     best = (0.0, -1.0)
     for shift in NONE_SHIFTS:
-        a, b, (c, d) = fitted
         hits = defaultdict(list)
         for _, r, cosine, answer in (t for t in rows if t[0].none_text):
             _judge_choice(hits, r, cosine, answer, True, a, b, (c, d + shift))
@@ -600,10 +600,10 @@ def choice_table(choices, folds: dict[int, dict], store: VectorStore, bare: bool
             _judge_choice(correct, r, cosine, answer, bool(row.none_text), *fitted)
             if row.none_text:
                 _judge_choice(thresholded, r, cosine, answer, True, *shifted)
-        for name in ("in scope, none offered", "none recall"):
-            correct[f"{name}, its threshold set on the rest"] += thresholded[name]
             if before:
                 _judge_choice(correct, r, cosine, answer, bool(row.none_text), *before, prefix="described fit: ")
+        for name in ("in scope, none offered", "none recall"):
+            correct[f"{name}, its threshold set on the rest"] += thresholded[name]
     print(f"\nEveryday choice{', options named only' if bare else ''}, leave-one-domain-out (accuracy)")
     for name, hits in correct.items():
         print(f"  {name:50} {np.mean(hits):.3f} ({len(hits)} rows)")
