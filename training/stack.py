@@ -563,14 +563,21 @@ def none_shift(rows, fitted) -> float:
     where "none" is offered falls by at most ``NONE_LOSS``: the map is fitted by log loss, which sets no
     threshold for a reader's logits as they are."""
     a, b, (c, d) = fitted
+    offered = [t for t in rows if t[0].none_text]
+    # What does not move with the shift, once: each row's best option, its share, and the none map's logit.
+    p = [choice_distribution(r, cosine, a, b) for _, r, cosine, _ in offered]
+    best_share = np.array([q.max() for q in p])
+    none_logit = np.array([np.dot(c, none_evidence(r, cosine)) + d for _, r, cosine, _ in offered])
+    answer = np.array([t[3] for t in offered])
+    right = np.array([int(np.argmax(q)) for q in p]) == answer
     best = (0.0, -1.0)
     for shift in NONE_SHIFTS:
-        hits = defaultdict(list)
-        for _, r, cosine, answer in (t for t in rows if t[0].none_text):
-            _judge_choice(hits, r, cosine, answer, True, a, b, (c, d + shift))
-        lost = np.mean(hits["in scope, none offered, without none"]) - np.mean(hits["in scope, none offered"])
-        if lost <= NONE_LOSS and np.mean(hits["none recall"]) > best[1]:
-            best = (float(shift), float(np.mean(hits["none recall"])))
+        none = sigmoid(none_logit + shift)
+        says_none = none > (1 - none) * best_share
+        recall = says_none[answer < 0].mean()
+        lost = right[answer >= 0].mean() - (right & ~says_none)[answer >= 0].mean()
+        if lost <= NONE_LOSS and recall > best[1]:
+            best = (float(shift), float(recall))
     return best[0]
 
 
