@@ -54,7 +54,10 @@ final student an exported six-layer reader as its teacher (dequantized)
 where its checkpoint is not in the cache.
 
 ``--base mpnet`` fine-tunes all-mpnet-base-v2 instead (``bases.py``: twelve
-layers of 768, about five times MiniLM's cost a step), too large to ship: its
+layers of 768, about five times MiniLM's cost a step). Whole, it is too large
+to ship, a teacher; ``--layers 6`` keeps its first six layers, a reader the
+runtime can afford (``--heldout training/heldout/mpnet-6``), whose ``--fold
+final`` export carries its own word embeddings in 4 bits (``export``). Its
 folds are judged like any reader's (``--heldout training/heldout/mpnet``), and
 ``--distil --teacher-base mpnet`` teaches a student from its answers (of the
 same fold and seed, trained first) while the student still starts from the
@@ -96,7 +99,7 @@ from corpus import by_domain, choice_rows, yes_no_rows
 
 from decirank.backends.local._head import strip_negation
 from decirank.backends.local._model import _runtime
-from decirank.backends.local._reader import _label, asked, level_asked, option_asked, reader_layers
+from decirank.backends.local._reader import _label, asked, four_bit_rows, level_asked, option_asked, reader_layers
 
 HERE = Path(__file__).parent
 CACHE = HERE / ".cache" / "cross_encoder"
@@ -722,23 +725,42 @@ EXPORTED_NORMS = (("norm1", "attention.output.LayerNorm"), ("norm2", "output.Lay
 QKV = ("query", "key", "value")
 
 
+#: The same for an MPNet reader: its attention's own names, and its first norm inside the attention.
+MPNET_QKV = ("attention.attn.q", "attention.attn.k", "attention.attn.v")
+MPNET_LINEAR = (("o", "attention.attn.o"), ("i", "intermediate.dense"), ("out", "output.dense"))
+MPNET_NORMS = (("norm1", "attention.LayerNorm"), ("norm2", "output.LayerNorm"))
+
+
 def export(model: CrossEncoder, path: Path) -> None:
-    """The fine-tuned weights as the runtime reads them (``_reader.Reader``): MatMul layout, int8 matrices."""
+    """The fine-tuned weights as the runtime reads them (``_reader.Reader``): MatMul layout, int8 matrices.
+
+    A MiniLM reader ships its layers only (the runtime lends it the packaged MiniLM's word embeddings). An
+    MPNet reader ships its word embeddings too, in 4 bits a value (``_reader.four_bit_rows``: 11.7 MB where
+    int8 is 23), its positions at half precision, and the bias of its relative positions."""
     src = {k: v.detach().float().cpu().numpy() for k, v in model.encoder.state_dict().items()}
+    mpnet = model.encoder.config.model_type == "mpnet"
+    qkv_names = MPNET_QKV if mpnet else tuple(f"attention.self.{n}" for n in QKV)
+    linear, norms = (MPNET_LINEAR, MPNET_NORMS) if mpnet else (EXPORTED_LINEAR, EXPORTED_NORMS)
     w: dict[str, np.ndarray] = {}
     layers = 1 + max(int(k.split(".")[2]) for k in src if k.startswith("encoder.layer."))
     for i in range(layers):
         s, p = f"encoder.layer.{i}.", f"l{i}."
-        qkv = np.concatenate([src[f"{s}attention.self.{n}.weight"].T for n in QKV], axis=1)
+        qkv = np.concatenate([src[f"{s}{n}.weight"].T for n in qkv_names], axis=1)
         w[p + "qkv.w"], w[p + "qkv.s"] = quantized(qkv)
-        w[p + "qkv.b"] = np.concatenate([src[f"{s}attention.self.{n}.bias"] for n in QKV])
-        for name, tensor in EXPORTED_LINEAR:
+        w[p + "qkv.b"] = np.concatenate([src[f"{s}{n}.bias"] for n in qkv_names])
+        for name, tensor in linear:
             w[f"{p}{name}.w"], w[f"{p}{name}.s"] = quantized(src[s + tensor + ".weight"].T)
             w[f"{p}{name}.b"] = src[s + tensor + ".bias"]
-        for norm, name in EXPORTED_NORMS:
+        for norm, name in norms:
             w[f"{p}{norm}.g"], w[f"{p}{norm}.b"] = src[f"{s}{name}.weight"], src[f"{s}{name}.bias"]
-    w["positions"] = src["embeddings.position_embeddings.weight"]
-    w["token_type"] = src["embeddings.token_type_embeddings.weight"][0]
+    if mpnet:
+        # MPNet counts positions from its padding id + 1 (2); the runtime counts from 0.
+        w["positions"] = src["embeddings.position_embeddings.weight"][2:].astype(np.float16)
+        w["relative_bias"] = src["encoder.relative_attention_bias.weight"]
+        w["words.q"], w["words.s"] = four_bit_rows(src["embeddings.word_embeddings.weight"])
+    else:
+        w["positions"] = src["embeddings.position_embeddings.weight"]
+        w["token_type"] = src["embeddings.token_type_embeddings.weight"][0]
     w["embeddings.norm.g"] = src["embeddings.LayerNorm.weight"]
     w["embeddings.norm.b"] = src["embeddings.LayerNorm.bias"]
     w["output.w"] = model.output.weight.detach().float().cpu().numpy().reshape(-1)
@@ -895,10 +917,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     fine_tune(model, tokenizer, pairs, groups, args.epochs, seed, checkpoint, args.device, args.ordinal, teacher)
     trained_s = time.monotonic() - started
     if fold is None:
-        if args.base == "minilm":
-            export(model, args.reader_out)
-        else:  # too large to ship: a teacher, kept as its checkpoint
-            print(f"{args.base} reader trained: {checkpoint}", flush=True)
+        export(model, args.reader_out)
         return
     predictions = held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, held_corpus, args.device)
     record = {

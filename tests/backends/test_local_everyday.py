@@ -17,7 +17,7 @@ import decirank
 from decirank.backends import create_backend
 from decirank.backends.local._assets import SHA256, find_blend, find_reader
 from decirank.backends.local._cache import text_key
-from decirank.backends.local._model import MAX_TOKENS, _runtime
+from decirank.backends.local._model import _runtime
 from decirank.backends.local._reader import asked as reader_asks
 from decirank.backends.local._reader import level_asked, named_only, option_asked, pair_ids
 from decirank.types.questions import DecisionRequest, LikelihoodQuestion, ScoreQuestion
@@ -127,6 +127,10 @@ def test_the_reader_reads_a_question_and_a_text_as_one_pair_and_cuts_only_the_te
     question, text = [101, 7, 8, 102], [101, 1, 2, 3, 4, 5, 102]
     assert pair_ids(question, text, 64) == [101, 7, 8, 102, 1, 2, 3, 4, 5, 102]
     assert pair_ids(question, text, 8) == [101, 7, 8, 102, 1, 2, 3, 102]
+    # MPNet's pairs: "<s> question </s></s> text </s>", the second </s> counted in the room left
+    question, text = [0, 7, 8, 2], [0, 1, 2, 3, 4, 5, 2]
+    assert pair_ids(question, text, 64, between=[2]) == [0, 7, 8, 2, 2, 1, 2, 3, 4, 5, 2]
+    assert pair_ids(question, text, 8, between=[2]) == [0, 7, 8, 2, 2, 1, 2, 2]
 
 
 def test_options_and_levels_are_asked_as_yes_no_questions_of_their_own():
@@ -200,8 +204,7 @@ def test_a_how_question_is_read_by_the_reader_alone():
     _runtime.cache.clear()
     request = DecisionRequest(state=text, questions={"q": ScoreQuestion(question, levels)})
     response = asyncio.run(create_backend("local").decide(request))
-    text_ids = _runtime.token_ids([text])[0]
-    read = [pair_ids(_runtime.token_ids([level_asked(question, level)])[0], text_ids, MAX_TOKENS) for level in levels]
+    read = _runtime.reader_ids([(level_asked(question, level), text) for level in levels])
     assert response.usage.input_tokens == sum(map(len, read))
     assert _runtime.cache.get(text_key("dense", text)) is None
     assert max(range(3), key=response.answers["q"].probabilities.__getitem__) == 2

@@ -22,7 +22,16 @@ from pathlib import Path
 
 from ...errors import MissingAssetError
 
-__all__ = ["ASSETS_DIR", "SHA256", "Assets", "find_assets", "find_blend", "find_decision_head", "find_reader"]
+__all__ = [
+    "ASSETS_DIR",
+    "SHA256",
+    "Assets",
+    "find_assets",
+    "find_blend",
+    "find_decision_head",
+    "find_reader",
+    "find_reader_tokenizer",
+]
 
 #: The folder of the model files decirank ships (package data).
 ASSETS_DIR = Path(__file__).resolve().with_name("assets")
@@ -94,6 +103,11 @@ def find_decision_head() -> Path:
 def find_reader() -> Path:
     """The reader's weights: decirank's own, trained by ``training/cross_encoder.py`` (package data)."""
     return _shipped_file("reader.npz", "the reader shipped inside decirank")
+
+
+def find_reader_tokenizer() -> Path:
+    """The tokenizer of a reader with a vocabulary of its own (an MPNet's, ``_reader.is_mpnet``; package data)."""
+    return _shipped_file("reader_tokenizer.json", "the reader's tokenizer shipped inside decirank")
 
 
 def find_blend() -> Path:

@@ -97,11 +97,13 @@ def signed_products_are_exact() -> bool:
 
 
 class _BertGraph:
-    """A BERT encoder graph; linear layers are float, or int8 with one scale per output column."""
+    """A BERT encoder graph; linear layers are float, or int8 with one scale per output column. ``epsilon`` is
+    the layer norms' (BERT's 1e-12; MPNet's 1e-5)."""
 
-    def __init__(self, heads: int):
+    def __init__(self, heads: int, epsilon: float = 1e-12):
         self.graph = Graph()
         self.heads = heads
+        self.epsilon = epsilon
         self.positions = self.graph.input("position_ids", np.int64, [1, "length"])
 
     def linear(self, x: str, weight: np.ndarray, bias: np.ndarray, scale: np.ndarray | None = None) -> str:
@@ -117,21 +119,25 @@ class _BertGraph:
     def norm(self, x: str, gamma: np.ndarray, beta: np.ndarray, skip: str | None = None) -> str:
         g = self.graph
         if skip is None:
-            return g.node("LayerNormalization", [x, g.constant(gamma), g.constant(beta)], epsilon=1e-12, axis=-1)
+            return g.node("LayerNormalization", [x, g.constant(gamma), g.constant(beta)], epsilon=self.epsilon, axis=-1)
         return g.node(
             "SkipLayerNormalization",
             [x, skip, g.constant(gamma), g.constant(beta)],
             domain="com.microsoft",
-            epsilon=1e-12,
+            epsilon=self.epsilon,
         )
 
-    def embed(self, word: str, positions: np.ndarray, token_type: np.ndarray, gamma, beta) -> str:
+    def embed(self, word: str, positions: np.ndarray, token_type: np.ndarray | None, gamma, beta) -> str:
+        """Word and position embeddings, and the first segment's (BERT's; MPNet has none), normalized."""
         g = self.graph
         x = g.node("Add", [word, g.node("Gather", [g.constant(positions), self.positions])])
-        return self.norm(g.node("Add", [x, g.constant(token_type)]), gamma, beta)
+        if token_type is not None:
+            x = g.node("Add", [x, g.constant(token_type)])
+        return self.norm(x, gamma, beta)
 
-    def layer(self, x: str, w: dict[str, np.ndarray], prefix: str, quantized: bool) -> str:
-        """One transformer layer; ``w`` holds ``{prefix}{qkv,o,i,out}.{w,s,b}`` and norms."""
+    def layer(self, x: str, w: dict[str, np.ndarray], prefix: str, quantized: bool, attention_bias: str = "") -> str:
+        """One transformer layer; ``w`` holds ``{prefix}{qkv,o,i,out}.{w,s,b}`` and norms. ``attention_bias``
+        (1, heads, length, length), if given, is added to the attention scores (MPNet's relative positions)."""
         g, p = self.graph, prefix
 
         def dense(src: str, name: str) -> str:
@@ -139,7 +145,8 @@ class _BertGraph:
 
         hidden = w[f"{p}o.b"].shape[0]
         q, k, v = g.node("Split", [dense(x, "qkv"), g.constant(np.array([hidden] * 3, np.int64))], 3, axis=2)
-        context = g.node("MultiHeadAttention", [q, k, v], domain="com.microsoft", num_heads=self.heads)
+        inputs = [q, k, v, "", "", attention_bias] if attention_bias else [q, k, v]
+        context = g.node("MultiHeadAttention", inputs, domain="com.microsoft", num_heads=self.heads)
         x = self.norm(dense(context, "o"), w[f"{p}norm1.g"], w[f"{p}norm1.b"], skip=x)
         inner = g.node("Gelu", [dense(x, "i")], domain="com.microsoft")
         return self.norm(dense(inner, "out"), w[f"{p}norm2.g"], w[f"{p}norm2.b"], skip=x)

@@ -77,6 +77,7 @@ from ._assets import (
     find_blend,
     find_decision_head,
     find_reader,
+    find_reader_tokenizer,
 )
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
@@ -92,7 +93,7 @@ from ._head import (
 )
 from ._language import looks_non_english
 from ._onnx import read_initializers
-from ._reader import READ_OPTIONS, Blend, Reader, level_asked, named_only, negated_reading, option_asked, pair_ids
+from ._reader import READ_OPTIONS, Blend, Reader, is_mpnet, level_asked, named_only, negated_reading, option_asked
 from ._reader import asked as reader_asks
 from ._text import BACKGROUND_TOPICS, is_none_option, refers_to_state, split_frame, split_question
 
@@ -183,12 +184,21 @@ class _Runtime:
         return _read_shipped(find_decision_head, DecisionHead.load_all, "the decision head")
 
     def _make_reader(self) -> Reader:
-        minilm = find_assets().minilm_onnx
+        assets = find_assets()
 
         def build(path) -> Reader:
             with np.load(path) as archive:
                 weights = {name: archive[name] for name in archive.files}
-            return Reader(weights, read_initializers(str(minilm)), self.pool, MAX_TOKENS)
+            if not is_mpnet(weights):
+                minilm = read_initializers(str(assets.minilm_onnx))
+                return Reader(weights, self.pool, MAX_TOKENS, minilm=minilm)
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(find_reader_tokenizer()))
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(MAX_TOKENS)
+            between = [tokenizer.token_to_id("</s>")]
+            return Reader(weights, self.pool, MAX_TOKENS, tokenizer=tokenizer, between=between)
 
         return _read_shipped(find_reader, build, "the reader")
 
@@ -208,9 +218,7 @@ class _Runtime:
 
     def reader_logits(self, pairs: Sequence[tuple[str, str]], cancelled) -> tuple[np.ndarray, int, int]:
         """The reader's logit of "yes" for each (question, text), remembered; the tokens read and computed."""
-        questions = self.token_ids([question for question, _ in pairs])
-        texts = self.token_ids([text for _, text in pairs])
-        ids = [pair_ids(q, t, MAX_TOKENS) for q, t in zip(questions, texts, strict=True)]
+        ids = self.reader_ids(pairs)
         keys = [text_key("reader", f"{question}\x1f{text}") for question, text in pairs]
         found = [self.cache.get(key) for key in keys]
         missing = [i for i, value in enumerate(found) if value is None]
@@ -220,6 +228,15 @@ class _Runtime:
                 self.cache.put(keys[i], found[i])
         read = sum(map(len, ids))
         return np.array([float(value[0]) for value in found]), read, sum(len(ids[i]) for i in missing)
+
+    def reader_ids(self, pairs: Sequence[tuple[str, str]]) -> list[list[int]]:
+        """Each (question, text) as the reader reads it: one sequence of its tokens, the text cut to fit."""
+        reader = self.reader
+        # A reader of the runtime's vocabulary shares its tokens (and their cache); an MPNet reads its own.
+        tokenize = self.token_ids if reader.tokenizer is None else reader.token_ids
+        distinct = list(dict.fromkeys(part for pair in pairs for part in pair))
+        tokens = dict(zip(distinct, tokenize(distinct), strict=True))
+        return [reader.pair(tokens[question], tokens[text]) for question, text in pairs]
 
     @property
     def heads(self) -> dict[str, DecisionHead]:
