@@ -614,8 +614,16 @@ def choice_table(choices, folds: dict[int, dict], store: VectorStore, bare: bool
     print(f"\nEveryday choice{', options named only' if bare else ''}, leave-one-domain-out (accuracy)")
     for name, hits in correct.items():
         print(f"  {name:50} {np.mean(hits):.3f} ({len(hits)} rows)")
-    a, b, (c, d) = _fit_choice_blend(rows)
-    return {"reader": a, "cosine": b, "none_best": c[0], "none_cosine": c[1], "none_offset": d}
+    fitted = _fit_choice_blend(rows)
+    a, b, (c, d) = fitted
+    # Shipped with its "none" threshold set as each fold's is above, here on every fold's rows.
+    return {
+        "reader": a,
+        "cosine": b,
+        "none_best": c[0],
+        "none_cosine": c[1],
+        "none_offset": d + none_shift(rows, fitted),
+    }
 
 
 def _judge_choice(correct, r, cosine, answer, none_offered, a, b, none, prefix="") -> None:

