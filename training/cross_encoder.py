@@ -658,7 +658,9 @@ def judged_rows(corpus_rows, held_corpus: set[str]) -> list:
     return [corpus_rows[i] for i in chosen]
 
 
-def held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, held_corpus, device) -> dict:
+def held_out_predictions(read, corpus_rows, data, held_everyday, held_corpus) -> dict:
+    """The logits ``read`` gives (for a list of (question, text) pairs) of every held-out question, as a fold
+    file holds them."""
     yes_no, choices, scores = data
     pairs: list[tuple[str, str]] = []
     spans: dict[str, list[tuple[object, int, int]]] = {
@@ -685,7 +687,7 @@ def held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, hel
     for row in judged_rows(corpus_rows, held_corpus):
         add("corpus", row, [asked(row.question, row.true, row.false), asked(negate(row.question), row.false, row.true)])
     print(f"judging {len(pairs)} held-out questions", flush=True)
-    out = logits(model, tokenizer, pairs, device)
+    out = read(pairs)
     index = {id(row): i for i, row in enumerate(corpus_rows)}
     return {
         "yes_no": [
@@ -919,7 +921,9 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     if fold is None:
         export(model, args.reader_out)
         return
-    predictions = held_out_predictions(model, tokenizer, corpus_rows, data, held_everyday, held_corpus, args.device)
+    predictions = held_out_predictions(
+        lambda pairs: logits(model, tokenizer, pairs, args.device), corpus_rows, data, held_everyday, held_corpus
+    )
     record = {
         "fold": fold,
         "seed": seed,

@@ -184,23 +184,7 @@ class _Runtime:
         return _read_shipped(find_decision_head, DecisionHead.load_all, "the decision head")
 
     def _make_reader(self) -> Reader:
-        assets = find_assets()
-
-        def build(path) -> Reader:
-            with np.load(path) as archive:
-                weights = {name: archive[name] for name in archive.files}
-            if not is_mpnet(weights):
-                minilm = read_initializers(str(assets.minilm_onnx))
-                return Reader(weights, self.pool, MAX_TOKENS, minilm=minilm)
-            from tokenizers import Tokenizer
-
-            tokenizer = Tokenizer.from_file(str(find_reader_tokenizer()))
-            tokenizer.no_padding()
-            tokenizer.enable_truncation(MAX_TOKENS)
-            between = [tokenizer.token_to_id("</s>")]
-            return Reader(weights, self.pool, MAX_TOKENS, tokenizer=tokenizer, between=between)
-
-        return _read_shipped(find_reader, build, "the reader")
+        return _read_shipped(find_reader, lambda path: read_reader(path, self.pool), "the reader")
 
     @staticmethod
     def _make_blend() -> Blend:
@@ -396,6 +380,23 @@ class _Reading:
     def from_arrays(cls, arrays: tuple[np.ndarray, ...]) -> _Reading:
         head = arrays[0].tolist()
         return cls([window.tolist() for window in arrays[1:]], head[2:], head[0], bool(head[1]))
+
+
+def read_reader(path, pool: ThreadPoolExecutor, tokenizer_json=None) -> Reader:
+    """A reader's weights (``reader.npz``, as ``training/cross_encoder.py`` exports them) as the runtime reads
+    them: a MiniLM reader on the packaged MiniLM's word embeddings, an MPNet one with its own tokenizer
+    (``tokenizer_json``; by default the one shipped beside it)."""
+    with np.load(path) as archive:
+        weights = {name: archive[name] for name in archive.files}
+    if not is_mpnet(weights):
+        return Reader(weights, pool, MAX_TOKENS, minilm=read_initializers(str(find_assets().minilm_onnx)))
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_json or find_reader_tokenizer()))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(MAX_TOKENS)
+    between = [tokenizer.token_to_id("</s>")]  # MPNet's pairs: "<s> question </s></s> text </s>"
+    return Reader(weights, pool, MAX_TOKENS, tokenizer=tokenizer, between=between)
 
 
 def _read_shipped(find: Callable, read: Callable, what: str):
