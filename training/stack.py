@@ -581,13 +581,17 @@ def none_shift(rows, fitted) -> float:
     return best[0]
 
 
-def choice_table(choices, folds: dict[int, dict], store: VectorStore, bare: bool = False) -> dict:
+def choice_table(
+    choices, folds: dict[int, dict], store: VectorStore, bare: bool = False, none_threshold: bool = False
+) -> dict:
     """Choice figures, cross-fitted by fold; returns the blend fitted on every fold.
 
     ``bare``: the options named only ("Which team? billing", as a caller who passes a list of labels asks),
     from the fold files' ``choice_bare`` logits, the bi-encoder comparing the text with each option's name;
     beside its own blend, the blend fitted on described options, as such a choice was answered before.
     Where only one fold has them, the blends are cross-fitted by domain within it instead (``_folds``).
+    ``none_threshold``: the blend returned has its "none" map shifted by ``none_shift`` (the lines "…, its
+    threshold set on the rest" judge that rule), for a reader whose log-loss map says "none" too readily.
     """
     kind = "choice_bare" if bare else "choice"
     having = {k: record for k, record in folds.items() if kind in record}
@@ -616,14 +620,9 @@ def choice_table(choices, folds: dict[int, dict], store: VectorStore, bare: bool
         print(f"  {name:50} {np.mean(hits):.3f} ({len(hits)} rows)")
     fitted = _fit_choice_blend(rows)
     a, b, (c, d) = fitted
-    # Shipped with its "none" threshold set as each fold's is above, here on every fold's rows.
-    return {
-        "reader": a,
-        "cosine": b,
-        "none_best": c[0],
-        "none_cosine": c[1],
-        "none_offset": d + none_shift(rows, fitted),
-    }
+    # With none_threshold, shipped with its "none" threshold set as each fold's is above, on every fold's rows.
+    shift = none_shift(rows, fitted) if none_threshold else 0.0
+    return {"reader": a, "cosine": b, "none_best": c[0], "none_cosine": c[1], "none_offset": d + shift}
 
 
 def _judge_choice(correct, r, cosine, answer, none_offered, a, b, none, prefix="") -> None:
@@ -719,6 +718,11 @@ def main() -> None:
         help="the folder of fold-K.json files (default: the shipped reader's, training/heldout)",
     )
     parser.add_argument("--everyday-only", action="store_true", help="leave the 28 sets' rows out (a quick look)")
+    parser.add_argument(
+        "--none-threshold",
+        action="store_true",
+        help='ship the "none" map shifted to the most recall at <= NONE_LOSS lost in scope (none_shift)',
+    )
     args = parser.parse_args()
     folds = load_folds(args.heldout)
     if not folds:
@@ -738,9 +742,9 @@ def main() -> None:
     report_corpus(table, p)
 
     blend = {"yes_no": table.fit(np.ones(len(table.y), bool)).to_dict()}
-    blend["choice"] = choice_table(choices, folds, store)
+    blend["choice"] = choice_table(choices, folds, store, none_threshold=args.none_threshold)
     # Options named only (a caller's list of labels) have a blend of their own, from the folds that read them.
-    bare = choice_table(choices, folds, store, bare=True)
+    bare = choice_table(choices, folds, store, bare=True, none_threshold=args.none_threshold)
     if bare:
         blend["choice_bare"] = bare
     blend["score"] = score_table(scores, folds, store, heads)
