@@ -2,8 +2,9 @@
 
 A sentence vector sees what a text is about, not what a question asks of it:
 "Is the customer reporting a problem?" and "Is this review positive?" are
-near 0.5 for every text when answered by similarity. The reader is
-all-MiniLM-L6-v2 fine-tuned by ``training/cross_encoder.py`` to read
+near 0.5 for every text when answered by similarity. The reader is a
+sentence encoder (the first layers of all-MiniLM-L6-v2, or of all-mpnet-base-v2:
+:class:`Reader`) fine-tuned by ``training/cross_encoder.py`` to read
 ``question [SEP] text`` and give the logit of "yes". It answers three shapes,
 each phrased here so that training and answering phrase them alike:
 
@@ -31,6 +32,7 @@ __all__ = [
     "Reader",
     "asked",
     "four_bit_rows",
+    "is_mpnet",
     "level_asked",
     "named_only",
     "negated_reading",
