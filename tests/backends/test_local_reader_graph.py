@@ -134,3 +134,28 @@ def test_an_mpnet_readers_graph_computes_mpnets_states_and_logit(length):
     assert np.abs(unbiased - expected).max() > 5 * error
     expected_logit = float(expected.mean(axis=0) @ w["output.w"] + w["output.b"][0])
     assert logit == pytest.approx(expected_logit, abs=0.05 * (1.0 + abs(expected_logit)))
+
+
+def test_an_mpnet_reader_on_disk_reads_its_own_tokens_in_mpnets_pairs(tmp_path):
+    """``read_reader`` as the runtime loads a reader: an MPNet one's npz with its own tokenizer. Its pairs are
+    what MPNet's tokenizer makes of a question and a text, and its logit is MPNet's of those tokens."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    from decirank.backends.local._model import read_reader
+
+    words = ["<s>", "<pad>", "</s>", "<unk>", "is", "it", "late", "my", "parcel", "never", "came"]
+    tokenizer = Tokenizer(models.WordLevel({word: i for i, word in enumerate(words)}, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))  # MPNet's
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    w = _mpnet_weights(np.random.default_rng(7))
+    np.savez(tmp_path / "reader.npz", **w)
+    question, text = "is it late", "my parcel never came"
+    with ThreadPoolExecutor(1) as pool:
+        reader = read_reader(tmp_path / "reader.npz", pool, tmp_path / "tokenizer.json")
+        (question_ids, text_ids) = reader.token_ids([question, text])
+        ids = reader.pair(question_ids, text_ids)
+        logit = float(reader.logits([ids])[0])
+    assert ids == tokenizer.encode(question, text).ids == [0, 4, 5, 6, 2, 2, 7, 8, 9, 10, 2]
+    expected = float(_mpnet_states(w, ids).mean(axis=0) @ w["output.w"] + w["output.b"][0])
+    assert logit == pytest.approx(expected, abs=0.05 * (1.0 + abs(expected)))
