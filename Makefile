@@ -98,8 +98,8 @@ train-reader: install
 train-teacher: install
 	$(BIN)/python -m pip install -q -e '.[train]'
 	$(READER) --heldout training/.cache/heldout-six-layers --reader-out training/.cache/reader-six-layers.npz
-	$(READER) --base mpnet --heldout training/heldout/mpnet
-	$(READER) --base mpnet --layers 6 --heldout training/heldout/mpnet-6
+	$(READER) --base mpnet --heldout training/heldout/mpnet --reader-out training/.cache/reader-mpnet.npz
+	$(READER) --base mpnet --layers 6 --heldout training/heldout/mpnet-6 --reader-out training/.cache/reader-mpnet-6.npz
 	$(READER) --layers 4 --distil --teacher-base mpnet --heldout training/heldout/mpnet-students \
 		--reader-out training/.cache/reader-mpnet-student.npz
 
