@@ -29,7 +29,7 @@ import torch
 from bases import BASES, base_path
 from cross_encoder import CrossEncoder, export, held_out_predictions, yes_no_rows
 
-from decirank.backends.local._model import read_reader
+from decirank.backends.local._model import _runtime, read_reader
 
 HERE = Path(__file__).resolve().parent
 
@@ -57,9 +57,7 @@ def main() -> None:
 
         def read(pairs: list[tuple[str, str]]) -> np.ndarray:
             started = time.monotonic()
-            tokens = reader.token_ids if reader.tokenizer is not None else _shared_tokens
-            questions, texts = tokens([q for q, _ in pairs]), tokens([t for _, t in pairs])
-            out = reader.logits([reader.pair(q, t) for q, t in zip(questions, texts, strict=True)])
+            out = reader.logits(_runtime.reader_ids(pairs, reader))
             print(f"read {len(pairs)} questions in {time.monotonic() - started:.0f} s", flush=True)
             return out
 
@@ -71,12 +69,6 @@ def main() -> None:
     target = args.out / f"fold-{args.fold}.json"
     target.write_text(json.dumps(record, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {target}", flush=True)
-
-
-def _shared_tokens(texts: list[str]) -> list[list[int]]:
-    from decirank.backends.local._model import _runtime
-
-    return _runtime.token_ids(texts)
 
 
 if __name__ == "__main__":
