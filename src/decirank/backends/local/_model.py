@@ -218,7 +218,7 @@ class _Runtime:
         tokens, the text cut to fit."""
         if not pairs:  # a call the reader has nothing to read in (ranking passages) leaves it unloaded
             return []
-        reader = reader or self.reader
+        reader = self.reader if reader is None else reader
         # A reader of the runtime's vocabulary shares its tokens (and their cache); an MPNet reads its own.
         tokenize = self.token_ids if reader.tokenizer is None else reader.token_ids
         distinct = list(dict.fromkeys(part for pair in pairs for part in pair))
