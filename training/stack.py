@@ -50,7 +50,7 @@ from vectors import VectorStore
 
 from decirank.backends.local._assets import find_decision_head
 from decirank.backends.local._head import DecisionHead, asks_yes_or_no, read_yes_no, strip_negation
-from decirank.backends.local._reader import negated_reading
+from decirank.backends.local._reader import NEGATED_READS, negated_reading
 
 HERE = Path(__file__).parent
 ASSETS = HERE.parent / "src" / "decirank" / "backends" / "local" / "assets"
@@ -208,13 +208,15 @@ class YesNoTable:
     #: the reader's logit of a negated everyday question as asked (NaN for the others)
     r_asked: np.ndarray
     vectors: np.ndarray
+    #: how the runtime reads a negated question (``_reader.NEGATED_READS``): both forms, or one
+    negated_reads: str = "both"
 
     def reading(self, rows: np.ndarray, pi: np.ndarray) -> np.ndarray:
         """The reader's evidence for the plain form of ``rows``, as the runtime makes it: a negated question's
-        from both its readings (``negated_reading``), ``pi`` the kind classifier's probabilities of ``rows``."""
+        from both its readings or one (``negated_reading``), ``pi`` the kind classifier's probabilities of ``rows``."""
         r, asked = self.r[rows], self.r_asked[rows]
         topic = pi[:, QUESTION_KINDS.index("topic")]
-        return np.where(np.isnan(asked), r, negated_reading(r, np.nan_to_num(asked), topic))
+        return np.where(np.isnan(asked), r, negated_reading(r, np.nan_to_num(asked), topic, self.negated_reads))
 
     def fit(self, rows: np.ndarray) -> Blender:
         """The blend fitted on the plain form of ``rows`` (a negated question's answer turned round)."""
@@ -241,12 +243,12 @@ class YesNoTable:
             plain = sigmoid(a * self.h[test] + b * self.r[test] + c)
             out["global"][test] = np.where(self.negated[test], 1 - plain, plain)
             # The 28 sets' questions asked the other way round, as the runtime answers them: the plain form's
-            # blend turned round, its reader evidence from both readings (``negated_reading``).
+            # blend turned round, its reader evidence from both readings or one (``negated_reading``).
             turned = test & (self.source == "corpus")
             if turned.any():
                 kinds = pi[(self.source == "corpus")[test]]  # the test rows' kinds, of the turned ones
                 topic = kinds[:, QUESTION_KINDS.index("topic")]
-                reading = negated_reading(self.r[turned], self.r_turned[turned], topic)
+                reading = negated_reading(self.r[turned], self.r_turned[turned], topic, self.negated_reads)
                 out["turned"][turned] = 1 - blender.probability(kinds, self.h[turned], reading)
                 out["turned, plain only"][turned] = 1 - blender.probability(kinds, self.h[turned], self.r[turned])
         out["head"] = sigmoid(turn * self.h)
@@ -348,7 +350,9 @@ def _folds(rows, folds: dict[int, dict]) -> dict[str, int]:
     return everyday.fold_of(domains)
 
 
-def yes_no_table(data: Path, yes_no, folds: dict[int, dict], store: VectorStore, heads, corpus: bool) -> YesNoTable:
+def yes_no_table(
+    data: Path, yes_no, folds: dict[int, dict], store: VectorStore, heads, corpus: bool, negated_reads: str
+) -> YesNoTable:
     columns: dict[str, list] = defaultdict(list)
 
     def add(
@@ -437,7 +441,9 @@ def yes_no_table(data: Path, yes_no, folds: dict[int, dict], store: VectorStore,
             )
     store.ensure(list(dict.fromkeys(columns["question"])))
     arrays = {name: np.array(values) for name, values in columns.items() if name != "question"}
-    return YesNoTable(question=columns["question"], vectors=store.of(columns["question"]), **arrays)
+    return YesNoTable(
+        question=columns["question"], vectors=store.of(columns["question"]), negated_reads=negated_reads, **arrays
+    )
 
 
 def _shown(p: np.ndarray, y: np.ndarray) -> str:
@@ -723,6 +729,13 @@ def main() -> None:
         action="store_true",
         help='ship the "none" map shifted to the most recall at <= NONE_LOSS lost in scope (none_shift)',
     )
+    parser.add_argument(
+        "--negated-reads",
+        choices=NEGATED_READS,
+        default="both",
+        help='how the runtime reads a negated question: "both" its forms (the MiniLM reader\'s), or "one" of them '
+        "(reads_as_asked: an MPNet reader's, which costs twice MiniLM's a read)",
+    )
     args = parser.parse_args()
     folds = load_folds(args.heldout)
     if not folds:
@@ -735,13 +748,13 @@ def main() -> None:
     store.ensure(everyday_strings(yes_no, choices, scores))
     heads = DecisionHead.load_all(find_decision_head())
 
-    table = yes_no_table(args.data, yes_no, folds, store, heads, corpus=not args.everyday_only)
+    table = yes_no_table(args.data, yes_no, folds, store, heads, not args.everyday_only, args.negated_reads)
     p = table.cross_fitted()
     report_everyday(table, p)
     report_kinds(table, p)
     report_corpus(table, p)
 
-    blend = {"yes_no": table.fit(np.ones(len(table.y), bool)).to_dict()}
+    blend = {"yes_no": {**table.fit(np.ones(len(table.y), bool)).to_dict(), "negated_reads": args.negated_reads}}
     blend["choice"] = choice_table(choices, folds, store, none_threshold=args.none_threshold)
     # Options named only (a caller's list of labels) have a blend of their own, from the folds that read them.
     bare = choice_table(choices, folds, store, bare=True, none_threshold=args.none_threshold)

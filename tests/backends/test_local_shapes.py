@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 
+import numpy as np
 import pytest
 
 import decirank
@@ -20,6 +22,7 @@ from decirank.backends.local._head import (
     read_yes_no,
     strip_negation,
 )
+from decirank.backends.local._model import _runtime
 from decirank.backends.local._reader import negated_reading
 from decirank.backends.local._text import is_none_option, polar_contrast, question_topic, refers_to_state
 from decirank.errors import InvalidInputError
@@ -128,6 +131,41 @@ def test_negated_reading_averages_both_readings_unless_the_question_is_a_topic()
     """Of a question that is not a topic the two readings count alike (``negated_reading``)."""
     assert negated_reading(4.0, -2.0, topic=0.0) == pytest.approx(3.0)
     assert negated_reading(4.0, -2.0, topic=1.0) == pytest.approx(4.0)
+
+
+def test_a_negated_question_read_once_is_read_as_asked_unless_it_is_a_topic():
+    """Read once, "Is the laptop not working?" counts as asked (turned round), "Is this not about pets?" in its
+    plain form; the form not read may be NaN."""
+    assert negated_reading(np.nan, -2.0, topic=0.2, reads="one") == pytest.approx(2.0)
+    assert negated_reading(4.0, np.nan, topic=0.9, reads="one") == pytest.approx(4.0)
+    assert list(negated_reading(np.array([4.0, 4.0]), np.array([-2.0, -2.0]), np.array([0.2, 0.9]), "one")) == [2, 4]
+
+
+def _answer_and_tokens(text: str, question: str) -> tuple[float, int]:
+    request = DecisionRequest(state=text, questions={"q": LikelihoodQuestion(question)})
+    response = asyncio.run(create_backend("local").decide(request))
+    return response.answers["q"].probability, response.usage.input_tokens
+
+
+@pytest.mark.parametrize(
+    ("question", "plain"),
+    [("Is this not about pets?", "Is this about pets?"), ("Is it not working?", "Is it working?")],
+)
+def test_a_negated_question_read_once_costs_one_read(monkeypatch, question, plain):
+    """Where the blend reads a negated question once (``stack.py --negated-reads one``), a topic question is
+    exactly its plain form's answer turned round, and either costs what its plain form costs (one read), where
+    both forms cost more."""
+    shipped = _runtime.blend
+    monkeypatch.setattr(_runtime, "_blend", dataclasses.replace(shipped, negated_reads="one"))
+    text = "My laptop will not turn on at all, even when it is plugged in; the dog chewed the cable."
+    once, once_tokens = _answer_and_tokens(text, question)
+    plain_answer, plain_tokens = _answer_and_tokens(text, plain)
+    assert once_tokens == pytest.approx(plain_tokens, abs=2)  # "not" is a token or two of the question
+    if "pets" in question:
+        assert once == pytest.approx(1 - plain_answer, abs=1e-9)
+    monkeypatch.setattr(_runtime, "_blend", dataclasses.replace(shipped, negated_reads="both"))
+    _, both_tokens = _answer_and_tokens(text, question)
+    assert both_tokens > once_tokens + 10
 
 
 def test_a_negated_question_swaps_its_descriptions():

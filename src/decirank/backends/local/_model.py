@@ -93,7 +93,17 @@ from ._head import (
 )
 from ._language import looks_non_english
 from ._onnx import read_initializers
-from ._reader import READ_OPTIONS, Blend, Reader, is_mpnet, level_asked, named_only, negated_reading, option_asked
+from ._reader import (
+    READ_OPTIONS,
+    Blend,
+    Reader,
+    is_mpnet,
+    level_asked,
+    named_only,
+    negated_reading,
+    option_asked,
+    reads_as_asked,
+)
 from ._reader import asked as reader_asks
 from ._text import BACKGROUND_TOPICS, is_none_option, refers_to_state, split_frame, split_question
 
@@ -646,13 +656,25 @@ class LocalModel:
         pairs: list[tuple[str, str]] = []
         for qid, plan in plans.items():
             if plan.shape == YES_NO:
-                pairs += [(q, text) for q in plan.read for text in (*plan.subjects, *plan.example_texts)]
+                read = self._questions_read(plan, vectors)
+                pairs += [(q, text) for q in read if q for text in (*plan.subjects, *plan.example_texts)]
                 pairs += [(q, text) for q in plan.levels for text in plan.subjects]
             elif plan.shape == LABELS:
                 instructions = questions[qid].instructions
                 for k in self._read_options(vectors.cosines(plan.queries[0], plan.subjects)):
                     pairs.append((option_asked(instructions, plan.keys[k], plan.subjects[k]), plan.queries[0]))
         return list(dict.fromkeys(pairs))
+
+    @staticmethod
+    def _questions_read(plan: _Plan, vectors: _Vectors) -> list[str | None]:
+        """What the reader reads of a yes/no plan: its question, and a negated one's plain form and as asked,
+        or where the blend reads a negated question once (``Blend.negated_reads``) only the form
+        :func:`reads_as_asked` picks, None in the other's place."""
+        if not (plan.read and plan.reading.negated and _runtime.blend.negated_reads == "one"):
+            return plan.read
+        if reads_as_asked(_runtime.blend.topic(vectors.of([plan.reading.question])[0])):
+            return [None, plan.read[1]]
+        return [plan.read[0], None]
 
     def _fused(self, vectors: _Vectors, query: str, subjects: list[str]) -> np.ndarray:
         """The passage similarity: MiniLM cosine and SPLADE dot product, weighted by the variant.
@@ -705,11 +727,15 @@ class LocalModel:
             if plan.shape == YES_NO and plan.read and vectors.read:
                 # The head sees what the text is about, the reader what the question asks of it: a blend
                 # fitted on both models' answers to domains neither was trained on.
-                read = np.array([vectors.read[(plan.read[0], text)] for text in subjects])
                 question = vectors.of([plan.reading.question])[0]
+                # A form not read (a negated question read once) is NaN, which negated_reading leaves aside.
+                read, *as_asked = (
+                    np.array([vectors.read[(q, text)] for text in subjects]) if q else np.full(len(subjects), np.nan)
+                    for q in self._questions_read(plan, vectors)
+                )
                 if plan.reading.negated:
-                    as_asked = np.array([vectors.read[(plan.read[1], text)] for text in subjects])
-                    read = negated_reading(read, as_asked, _runtime.blend.topic(question))
+                    blend = _runtime.blend
+                    read = negated_reading(read, as_asked[0], blend.topic(question), blend.negated_reads)
                 turn = -1.0 if plan.reading.negated else 1.0  # the head's logit of the plain question, turned back
                 logits = turn * _runtime.blend.yes_no(question, turn * logits, read)
         return np.asarray(logits, dtype=np.float64)

@@ -27,6 +27,7 @@ import numpy as np
 from ._encoders import _BertGraph, _Encoder, _session, word_embedding
 
 __all__ = [
+    "NEGATED_READS",
     "Blend",
     "ChoiceBlend",
     "Reader",
@@ -39,6 +40,7 @@ __all__ = [
     "option_asked",
     "pair_ids",
     "reader_layers",
+    "reads_as_asked",
     "relative_buckets",
     "unpacked_rows",
 ]
@@ -53,13 +55,31 @@ def asked(question: str, true: str | None = None, false: str | None = None) -> s
     return f"{question} (yes: {true or '-'}; no: {false or '-'})" if true or false else question
 
 
-def negated_reading(plain, negated, topic):
+#: How a negated question ("Is the laptop not working?") is read, as ``training/stack.py --negated-reads`` fitted
+#: the blend: "both" forms, its plain form and as asked; or "one" of them (:func:`reads_as_asked`).
+NEGATED_READS = ("both", "one")
+
+
+def reads_as_asked(topic):
+    """Of a negated question read once, whether it is read as asked (else in its plain form): unless it is
+    more likely a topic question than not (``topic``, :meth:`Blend.topic`), as a reader's own reading of a
+    negated topic ("Is this not about pets?") is near chance on domains it never saw (training/README.md,
+    "Negated questions read once")."""
+    return np.asarray(topic) <= 0.5
+
+
+def negated_reading(plain, negated, topic, reads: str = "both"):
     """The reader's evidence for the plain form of a negated question, from its logit of the plain form and
-    of the negated question as asked (turned round), weighted by ``topic``, how likely the question is a
-    topic question (:meth:`Blend.kinds`). Of "Is the laptop not working?" the two readings are averaged:
-    each alone is right about as often on domains the reader never saw, together more often, and the answers
-    better calibrated. Of "Is this not about pets?" the plain form alone counts: the reader's own reading of
-    a negated topic is near chance on new domains (training/README.md, "Negated questions")."""
+    of the negated question as asked (turned round), ``topic`` how likely the question is a topic question
+    (:meth:`Blend.topic`).
+
+    - ``reads="both"``: of "Is the laptop not working?" the two readings are averaged (each alone is right
+      about as often on domains the reader never saw, together more often); of "Is this not about pets?"
+      the plain form alone counts, weighted by ``topic``.
+    - ``reads="one"``: the one form :func:`reads_as_asked` picks; the other is not read (NaN is fine).
+    """
+    if reads == "one":
+        return np.where(reads_as_asked(topic), -np.asarray(negated), plain)
     asked = 0.5 * (1.0 - topic)
     return (1.0 - asked) * plain - asked * negated
 
@@ -286,7 +306,7 @@ class Blend:
       logit, ``r`` the reader's and ``pi`` what kind of question it is (topic, attribute, request, quality,
       passage: a logistic regression over the MiniLM vector of the question without its negation), for the
       question's plain form; a negated question gets its plain form's answer turned round, as the head does,
-      ``r`` then read from both forms (:func:`negated_reading`).
+      ``r`` then read from both forms or from one (``negated_reads``, :func:`negated_reading`).
     - choice: ``softmax(reader * r_k + cosine * sharpness * cos_k)`` over the options read, and "none of
       these" ``sigmoid(none_best * max_k r_k + none_cosine * sharpness * max_k cos_k + none_offset)``
       (:class:`ChoiceBlend`); options named only ("billing", "shipping") have a blend of their own, as the
@@ -308,12 +328,16 @@ class Blend:
     levels_reader: float
     #: where "topic" is among the kinds
     topic_index: int
+    #: how a negated question is read (:data:`NEGATED_READS`)
+    negated_reads: str
 
     @classmethod
     def load(cls, path) -> Blend:
         with open(path, encoding="utf-8") as file:
             fitted = json.load(file)
         yes_no, choice = fitted["yes_no"], fitted["choice"]
+        if yes_no.get("negated_reads") not in NEGATED_READS:
+            raise ValueError(f"{path}: yes_no.negated_reads must be one of {NEGATED_READS}")
         return cls(
             kind_weights=np.array(yes_no["kind_weights"], dtype=np.float64),
             kind_bias=np.array(yes_no["kind_bias"], dtype=np.float64),
@@ -324,6 +348,7 @@ class Blend:
             bare_choice=ChoiceBlend.of(fitted["choice_bare"]),
             levels_reader=float(fitted["score"]["reader"]),
             topic_index=yes_no["kinds"].index("topic"),
+            negated_reads=yes_no["negated_reads"],
         )
 
     def kinds(self, question_vector: np.ndarray) -> np.ndarray:
