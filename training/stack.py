@@ -3,8 +3,9 @@
     python training/stack.py [--no-write]
 
 Reads the reader's held-out predictions (``training/heldout/fold-K.json``,
-written by ``cross_encoder.py --fold K``: each row answered by a reader that
-never saw its domain) and answers the same rows with the decision head (the
+or the folder ``--heldout`` names, written by ``cross_encoder.py --fold K``:
+each row answered by a reader that never saw its domain; by default the
+shipped reader's, as ``blend.json`` records them) and answers the same rows with the decision head (the
 shipped head for the everyday rows, which it never saw; for the 28 sets, the
 head trained without the row's domain, as ``train.py`` judges it). Then:
 
@@ -48,13 +49,14 @@ from _strings import negate, strings
 from corpus import YesNoRow, yes_no_rows
 from vectors import VectorStore
 
-from decirank.backends.local._assets import find_decision_head
+from decirank.backends.local._assets import find_blend, find_decision_head
 from decirank.backends.local._head import DecisionHead, asks_yes_or_no, read_yes_no, strip_negation
 from decirank.backends.local._reader import NEGATED_READS, negated_reading
 
 HERE = Path(__file__).parent
 ASSETS = HERE.parent / "src" / "decirank" / "backends" / "local" / "assets"
 #: The shipped reader's fold files (``--heldout`` reads another recipe's).
+REPO = HERE.resolve().parent
 HELD_OUT = HERE / "heldout"
 LABEL_SHARPNESS = 16.5
 KINDS = ("topic", "attribute", "request", "quality", "negated")
@@ -720,8 +722,8 @@ def main() -> None:
     parser.add_argument(
         "--heldout",
         type=Path,
-        default=HELD_OUT,
-        help="the folder of fold-K.json files (default: the shipped reader's, training/heldout)",
+        help="the folder of fold-K.json files the blend is fitted on (default: the shipped blend's, as blend.json "
+        "records it)",
     )
     parser.add_argument("--everyday-only", action="store_true", help="leave the 28 sets' rows out (a quick look)")
     parser.add_argument(
@@ -732,11 +734,14 @@ def main() -> None:
     parser.add_argument(
         "--negated-reads",
         choices=NEGATED_READS,
-        default="both",
-        help='how the runtime reads a negated question: "both" its forms (the MiniLM reader\'s), or "one" of them '
-        "(reads_as_asked: an MPNet reader's, which costs twice MiniLM's a read)",
+        help='how the runtime reads a negated question: "both" its forms, or "one" of them (reads_as_asked: '
+        "a reader that costs twice MiniLM's a read); default: as the shipped blend.json does",
     )
     args = parser.parse_args()
+    # By default the tables and the blend are the shipped reader's: its folds, and its way of reading a negation.
+    shipped = json.loads(find_blend().read_text(encoding="utf-8"))
+    args.heldout = args.heldout or REPO / shipped["heldout"]
+    args.negated_reads = args.negated_reads or shipped["yes_no"]["negated_reads"]
     folds = load_folds(args.heldout)
     if not folds:
         raise SystemExit(f"no held-out predictions in {args.heldout}: run cross_encoder.py --fold K first")
@@ -754,7 +759,10 @@ def main() -> None:
     report_kinds(table, p)
     report_corpus(table, p)
 
-    blend = {"yes_no": {**table.fit(np.ones(len(table.y), bool)).to_dict(), "negated_reads": args.negated_reads}}
+    blend = {
+        "heldout": args.heldout.resolve().relative_to(REPO).as_posix(),
+        "yes_no": {**table.fit(np.ones(len(table.y), bool)).to_dict(), "negated_reads": args.negated_reads},
+    }
     blend["choice"] = choice_table(choices, folds, store, none_threshold=args.none_threshold)
     # Options named only (a caller's list of labels) have a blend of their own, from the folds that read them.
     bare = choice_table(choices, folds, store, bare=True, none_threshold=args.none_threshold)
