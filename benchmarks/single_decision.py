@@ -23,7 +23,7 @@ LABELS = ChoiceQuestion("What does the customer want?", {str(i): text for i, tex
 #: Each shape's question for round ``i``; the filter item changes with the round, as the state does.
 SHAPES = {
     "topic yes/no": lambda i: LikelihoodQuestion("Is the customer asking about card arrival?"),
-    # Read as asked and as its plain form: two reads of the reader.
+    # Read as asked and as its plain form, or once, as the shipped blend says (Blend.negated_reads).
     "negated yes/no": lambda i: LikelihoodQuestion("Has the card not arrived yet?"),
     "true/false descriptions": lambda i: LikelihoodQuestion("Is it positive?", true="a good film", false="a bad film"),
     "choice among 77 labels": lambda i: LABELS,

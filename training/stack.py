@@ -2,12 +2,13 @@
 
     python training/stack.py [--no-write]
 
-Reads the reader's held-out predictions (``training/heldout/fold-K.json``,
-or the folder ``--heldout`` names, written by ``cross_encoder.py --fold K``:
-each row answered by a reader that never saw its domain; by default the
-shipped reader's, as ``blend.json`` records them) and answers the same rows with the decision head (the
-shipped head for the everyday rows, which it never saw; for the 28 sets, the
-head trained without the row's domain, as ``train.py`` judges it). Then:
+Reads the reader's held-out predictions (``fold-K.json`` in the folder
+``--heldout`` names, by default the shipped reader's, as ``blend.json``
+records it; written by ``cross_encoder.py --fold K``: each row answered by a
+reader that never saw its domain) and answers the same rows with the
+decision head (the shipped head for the everyday rows, which it never saw;
+for the 28 sets, the head trained without the row's domain, as ``train.py``
+judges it). Then:
 
 - **yes/no**: ``p = sigmoid(a * head + b * reader + c)``, one (a, b, c) for
   every question, fitted by log loss;
@@ -55,8 +56,8 @@ from decirank.backends.local._reader import NEGATED_READS, negated_reading
 
 HERE = Path(__file__).parent
 ASSETS = HERE.parent / "src" / "decirank" / "backends" / "local" / "assets"
-#: The shipped reader's fold files (``--heldout`` reads another recipe's).
 REPO = HERE.resolve().parent
+#: The shipped reader's fold files (``--heldout`` reads another recipe's).
 HELD_OUT = HERE / "heldout"
 LABEL_SHARPNESS = 16.5
 KINDS = ("topic", "attribute", "request", "quality", "negated")
@@ -215,7 +216,8 @@ class YesNoTable:
 
     def reading(self, rows: np.ndarray, pi: np.ndarray) -> np.ndarray:
         """The reader's evidence for the plain form of ``rows``, as the runtime makes it: a negated question's
-        from both its readings or one (``negated_reading``), ``pi`` the kind classifier's probabilities of ``rows``."""
+        from both its readings or from one (``negated_reading``), ``pi`` the kind classifier's probabilities of
+        ``rows``."""
         r, asked = self.r[rows], self.r_asked[rows]
         topic = pi[:, QUESTION_KINDS.index("topic")]
         return np.where(np.isnan(asked), r, negated_reading(r, np.nan_to_num(asked), topic, self.negated_reads))
