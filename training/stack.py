@@ -57,8 +57,6 @@ from decirank.backends.local._reader import NEGATED_READS, negated_reading
 HERE = Path(__file__).parent
 ASSETS = HERE.parent / "src" / "decirank" / "backends" / "local" / "assets"
 REPO = HERE.resolve().parent
-#: The shipped reader's fold files (``--heldout`` reads another recipe's).
-HELD_OUT = HERE / "heldout"
 LABEL_SHARPNESS = 16.5
 KINDS = ("topic", "attribute", "request", "quality", "negated")
 # The kind classifier's inverse regularisation. At 1.0 it read the everyday quality questions held out as
@@ -67,7 +65,7 @@ KINDS = ("topic", "attribute", "request", "quality", "negated")
 KIND_C = 10.0
 
 
-def load_folds(folder: Path = HELD_OUT) -> dict[int, dict]:
+def load_folds(folder: Path) -> dict[int, dict]:
     folds = {}
     for k in range(everyday.FOLDS):
         path = folder / f"fold-{k}.json"
@@ -212,7 +210,7 @@ class YesNoTable:
     r_asked: np.ndarray
     vectors: np.ndarray
     #: how the runtime reads a negated question (``_reader.NEGATED_READS``): both forms, or one
-    negated_reads: str = "both"
+    negated_reads: str
 
     def reading(self, rows: np.ndarray, pi: np.ndarray) -> np.ndarray:
         """The reader's evidence for the plain form of ``rows``, as the runtime makes it: a negated question's

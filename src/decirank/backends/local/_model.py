@@ -676,6 +676,14 @@ class LocalModel:
             return [None, plan.read[1]]
         return [plan.read[0], None]
 
+    @staticmethod
+    def _read_logits(vectors: _Vectors, question: str | None, subjects: list[str]) -> np.ndarray:
+        """The reader's logit of ``question`` for each subject; NaN for a form not read (a negated question read
+        once), which :func:`negated_reading` leaves aside."""
+        if question is None:
+            return np.full(len(subjects), np.nan)
+        return np.array([vectors.read[(question, text)] for text in subjects])
+
     def _fused(self, vectors: _Vectors, query: str, subjects: list[str]) -> np.ndarray:
         """The passage similarity: MiniLM cosine and SPLADE dot product, weighted by the variant.
 
@@ -728,14 +736,12 @@ class LocalModel:
                 # The head sees what the text is about, the reader what the question asks of it: a blend
                 # fitted on both models' answers to domains neither was trained on.
                 question = vectors.of([plan.reading.question])[0]
-                # A form not read (a negated question read once) is NaN, which negated_reading leaves aside.
-                read, *as_asked = (
-                    np.array([vectors.read[(q, text)] for text in subjects]) if q else np.full(len(subjects), np.nan)
-                    for q in self._questions_read(plan, vectors)
-                )
+                forms = self._questions_read(plan, vectors)
+                read = self._read_logits(vectors, forms[0], subjects)
                 if plan.reading.negated:
                     blend = _runtime.blend
-                    read = negated_reading(read, as_asked[0], blend.topic(question), blend.negated_reads)
+                    as_asked = self._read_logits(vectors, forms[1], subjects)
+                    read = negated_reading(read, as_asked, blend.topic(question), blend.negated_reads)
                 turn = -1.0 if plan.reading.negated else 1.0  # the head's logit of the plain question, turned back
                 logits = turn * _runtime.blend.yes_no(question, turn * logits, read)
         return np.asarray(logits, dtype=np.float64)
