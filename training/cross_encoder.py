@@ -850,13 +850,23 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     print(f"{questions} training questions, {questions - len(pairs)} of them in {len(groups)} groups", flush=True)
     path = base_path(args.base)
     tokenizer = AutoTokenizer.from_pretrained(path)
+    if args.init_seed is not None:  # start as that draw started (its output layer's random start), so the two
+        torch.manual_seed(seed_of(args.init_seed))  # can be averaged (training/soup.py)
     model = CrossEncoder(path, args.apart, args.layers).to(args.device)
+    if args.init_seed is not None:
+        torch.manual_seed(seed)  # and draws its own dropout
     CACHE.mkdir(parents=True, exist_ok=True)
 
     # Named by what it is trained on and how (the groups' targets and the step settings) too, so a changed
     # recipe never resumes another's checkpoint.
     def checkpoint_of(
-        layers: int, distil: bool, base_seed: int, pairs: list, groups: list[Group], base: str | None = None
+        layers: int,
+        distil: bool,
+        base_seed: int,
+        pairs: list,
+        groups: list[Group],
+        base: str | None = None,
+        init_seed: int | None = None,
     ) -> Path:
         base = base or args.base
         settings = (BATCH, RATE, WARMUP, MAX_TOKENS, GROUPS_PER_STEP, LISTWISE)
@@ -870,6 +880,8 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             settings += (("bare", args.bare_options),)
         if base != "minilm":
             settings += (("base", base),)
+        if init_seed is not None:
+            settings += (("init", init_seed),)
         if distil:
             settings += (("distil", DISTIL),)
         if distil and args.teacher_reader:  # a student of the exported reader is another recipe's
@@ -883,7 +895,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         ).hexdigest()
         return CACHE / f"{name}-{args.epochs}-{base_seed}-{recipe}.pt"
 
-    checkpoint = checkpoint_of(args.layers, args.distil, args.seed, pairs, groups)
+    checkpoint = checkpoint_of(args.layers, args.distil, args.seed, pairs, groups, init_seed=args.init_seed)
     teacher = None
     if args.distil:
         six = CrossEncoder(path, args.apart).to(args.device)
@@ -1034,6 +1046,12 @@ def main() -> None:
         "--distil",
         action="store_true",
         help=f"with --layers: learn {DISTIL} of each target from this recipe's six-layer reader of the fold",
+    )
+    parser.add_argument(
+        "--init-seed",
+        type=int,
+        help="start from the same random output layer as the draw of this --seed (default this draw's own), so "
+        "their final models can be averaged weight by weight (training/soup.py)",
     )
     parser.add_argument(
         "--teacher-seed",
