@@ -21,7 +21,6 @@ import argparse
 from pathlib import Path
 
 import torch
-
 from bases import BASES, base_path
 from cross_encoder import CrossEncoder, export
 

@@ -1,0 +1,76 @@
+"""Try an exported reader in place of the shipped one: its blend refitted, the newcomer tests run on it.
+
+A final reader is judged on what its held-out folds cannot show: the single texts of the newcomer tests
+(``tests/backends/test_local_everyday.py``, ``tests/backends/test_local_shapes.py``), where draws of one
+recipe disagree (training/README.md). This puts the export (and, for an MPNet reader, MPNet's tokenizer)
+into ``assets/``, fits the blend on the recipe's folds (``stack.py``, which writes ``blend.json``), runs
+those tests, and puts the shipped files back, unless ``--keep`` leaves the trial in place to be shipped
+(its sha256 then still goes into ``_assets.SHA256`` and ``NOTICE.md``, training/README.md).
+
+    python training/try_reader.py training/.cache/reader-mpnet-6-soup.npz \\
+        --heldout training/heldout/mpnet-6 --negated-reads one
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from bases import base_path
+
+REPO = Path(__file__).resolve().parents[1]
+ASSETS = REPO / "src" / "decirank" / "backends" / "local" / "assets"
+#: What a trial replaces, relative to the checkout: the shipped files are put back from git.
+TRIED = ("reader.npz", "reader_tokenizer.json", "blend.json")
+NEWCOMER_TESTS = ("tests/backends/test_local_everyday.py", "tests/backends/test_local_shapes.py")
+
+
+def is_mpnet(export: Path) -> bool:
+    with np.load(export) as archive:
+        return "words.q" in archive.files  # an MPNet reader ships its own word embeddings
+
+
+def put_back() -> None:
+    """The shipped files as committed; a file the commit does not hold (MPNet's tokenizer) is removed."""
+    for name in TRIED:
+        path = ASSETS / name
+        tracked = subprocess.run(
+            ["git", "ls-files", "--error-unmatch", str(path)], check=False, cwd=REPO, capture_output=True
+        )
+        if tracked.returncode == 0:
+            subprocess.run(["git", "checkout", "--", str(path)], cwd=REPO, check=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("export", type=Path, help="a reader as cross_encoder.py --reader-out or soup.py wrote it")
+    parser.add_argument("--heldout", type=Path, required=True, help="the recipe's held-out folds, for the blend")
+    parser.add_argument("--negated-reads", choices=("both", "one"), required=True)
+    parser.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"), help="runs the tests")
+    parser.add_argument("--keep", action="store_true", help="leave the trial in place instead of the shipped files")
+    args = parser.parse_args()
+    if not args.export.is_file():
+        parser.error(f"export: no file at {args.export}")
+    shutil.copyfile(args.export, ASSETS / "reader.npz")
+    if is_mpnet(args.export):
+        shutil.copyfile(Path(base_path("mpnet")) / "tokenizer.json", ASSETS / "reader_tokenizer.json")
+    try:
+        stack = [sys.executable, str(REPO / "training" / "stack.py"), "--heldout", str(args.heldout)]
+        subprocess.run([*stack, "--negated-reads", args.negated_reads], cwd=REPO, check=True)
+        tests = subprocess.run(
+            [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NEWCOMER_TESTS], check=False, cwd=REPO
+        )
+    finally:
+        if not args.keep:
+            put_back()
+    sys.exit(tests.returncode)
+
+
+if __name__ == "__main__":
+    main()
