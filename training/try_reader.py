@@ -27,6 +27,8 @@ ASSETS = REPO / "src" / "decirank" / "backends" / "local" / "assets"
 #: What a trial replaces, relative to the checkout: the shipped files are put back from git.
 TRIED = ("reader.npz", "reader_tokenizer.json", "blend.json")
 NEWCOMER_TESTS = ("tests/backends/test_local_everyday.py", "tests/backends/test_local_shapes.py")
+#: A trial's files are not the recorded ones until it is shipped.
+HASH_TEST = "tests/backends/test_local_everyday.py::test_the_reader_and_its_blend_ship_with_their_recorded_hashes"
 
 
 def is_mpnet(export: Path) -> bool:
@@ -63,9 +65,8 @@ def main() -> None:
     try:
         stack = [sys.executable, str(REPO / "training" / "stack.py"), "--heldout", str(args.heldout)]
         subprocess.run([*stack, "--negated-reads", args.negated_reads], cwd=REPO, check=True)
-        tests = subprocess.run(
-            [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NEWCOMER_TESTS], check=False, cwd=REPO
-        )
+        pytest = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--deselect", HASH_TEST]
+        tests = subprocess.run([*pytest, *NEWCOMER_TESTS], check=False, cwd=REPO)
     finally:
         if not args.keep:
             put_back()
