@@ -720,6 +720,12 @@ def main() -> None:
     parser.add_argument("--everyday", type=Path, default=everyday.DEFAULT_DATA)
     parser.add_argument("--no-write", action="store_true", help="print the tables; leave assets/blend.json alone")
     parser.add_argument(
+        "--blend-out",
+        type=Path,
+        default=ASSETS / "blend.json",
+        help="where the blend goes (default the shipped assets/blend.json; elsewhere for a trial, try_reader.py)",
+    )
+    parser.add_argument(
         "--heldout",
         type=Path,
         help="the folder of fold-K.json files the blend is fitted on (default: the shipped blend's, as blend.json "
@@ -775,7 +781,7 @@ def main() -> None:
     if bare:
         print(f"shipped choice blend, options named only: {json.dumps(bare)}")
     if not args.no_write and not args.everyday_only:
-        path = ASSETS / "blend.json"
+        path = args.blend_out
         path.write_text(json.dumps(blend, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {path} (sha256 {hashlib.sha256(path.read_bytes()).hexdigest()})")
 

@@ -9,6 +9,8 @@ those tests, and puts the shipped files back, unless ``--keep`` leaves the trial
 
     python training/try_reader.py training/.cache/reader-mpnet-6-soup.npz \\
         --heldout training/heldout/mpnet-6 --negated-reads one
+    python training/stack.py --heldout training/heldout/mpnet-6 --negated-reads one --blend-out /tmp/blend.json
+    python training/try_reader.py training/.cache/reader-mpnet-6-soup.npz --blend /tmp/blend.json  # tests alone
 """
 
 from __future__ import annotations
@@ -52,19 +54,30 @@ def put_back() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("export", type=Path, help="a reader as cross_encoder.py --reader-out or soup.py wrote it")
-    parser.add_argument("--heldout", type=Path, required=True, help="the recipe's held-out folds, for the blend")
-    parser.add_argument("--negated-reads", choices=("both", "one"), required=True)
+    parser.add_argument("--heldout", type=Path, help="the recipe's held-out folds, for the blend")
+    parser.add_argument("--negated-reads", choices=("both", "one"))
+    parser.add_argument(
+        "--blend",
+        type=Path,
+        help="the blend.json stack.py fitted on these folds under this rule before (it depends on them alone, "
+        "not on the final reader): copied in place instead of fitted again",
+    )
     parser.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"), help="runs the tests")
     parser.add_argument("--keep", action="store_true", help="leave the trial in place instead of the shipped files")
     args = parser.parse_args()
+    if not args.blend and not (args.heldout and args.negated_reads):
+        parser.error("give --heldout and --negated-reads (the blend is fitted), or --blend")
     if not args.export.is_file():
         parser.error(f"export: no file at {args.export}")
     shutil.copyfile(args.export, ASSETS / "reader.npz")
     if is_mpnet(args.export):
         shutil.copyfile(Path(base_path("mpnet")) / "tokenizer.json", ASSETS / "reader_tokenizer.json")
     try:
-        stack = [sys.executable, str(REPO / "training" / "stack.py"), "--heldout", str(args.heldout)]
-        subprocess.run([*stack, "--negated-reads", args.negated_reads], cwd=REPO, check=True)
+        if args.blend:
+            shutil.copyfile(args.blend, ASSETS / "blend.json")
+        else:
+            stack = [sys.executable, str(REPO / "training" / "stack.py"), "--heldout", str(args.heldout)]
+            subprocess.run([*stack, "--negated-reads", args.negated_reads], cwd=REPO, check=True)
         pytest = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--deselect", HASH_TEST]
         tests = subprocess.run([*pytest, *NEWCOMER_TESTS], check=False, cwd=REPO)
     finally:
