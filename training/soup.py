@@ -1,9 +1,9 @@
 """Average final readers weight by weight and export the average as the runtime reads it.
 
 Draws of one recipe differ most on the single texts that sit near a decision (training/README.md, "The
-final model's seed"): each draw gets a few of the newcomer examples wrong, and not the same few. Averaging
-two draws' answers would settle those, at twice the cost of a read. Averaging their weights costs nothing at
-run time, and for fine-tuned readers it answers close to that ensemble, provided the draws start from the
+final model's seed"): each draw gets a few of the newcomer examples wrong, not always the same few. Averaging
+two draws' answers would settle some, at twice the cost of a read. Averaging their weights costs nothing at
+run time, and for fine-tuned readers it tends to answer like that ensemble, provided the draws start from the
 same point: the same pretrained encoder (always) and the same random start of the output layer, which
 ``cross_encoder.py --init-seed`` gives a second draw. Fine-tuning moves an MPNet-6 reader's layers by about
 3% and barely turns its output layer (cosine 0.995 to its start), so draws of a shared start stay near each

@@ -69,10 +69,10 @@ def main() -> None:
         parser.error("give --heldout and --negated-reads (the blend is fitted), or --blend")
     if not args.export.is_file():
         parser.error(f"export: no file at {args.export}")
-    shutil.copyfile(args.export, ASSETS / "reader.npz")
-    if is_mpnet(args.export):
-        shutil.copyfile(Path(base_path("mpnet")) / "tokenizer.json", ASSETS / "reader_tokenizer.json")
     try:
+        shutil.copyfile(args.export, ASSETS / "reader.npz")
+        if is_mpnet(args.export):
+            shutil.copyfile(Path(base_path("mpnet")) / "tokenizer.json", ASSETS / "reader_tokenizer.json")
         if args.blend:
             shutil.copyfile(args.blend, ASSETS / "blend.json")
         else:
