@@ -102,11 +102,12 @@ def unseen_questions(seeds: list[int], limit: int) -> list:
 def judge(models: dict[str, CrossEncoder], tokenizer, rows: list) -> None:
     pairs = [(asked(row.question, row.true, row.false), row.text) for row in rows]
     y = np.array([row.label for row in rows])
-    families = sorted({row.family for row in rows})
+    by_family = [
+        (family, np.array([row.family == family for row in rows])) for family in sorted({r.family for r in rows})
+    ]
     print(f"the reader alone on {len(rows)} unseen questions of the 28 sets (accuracy / AUROC / ECE):")
     for name, model in models.items():
         p = train.sigmoid(logits(model, tokenizer, pairs, "cpu"))
-        by_family = [(family, np.array([row.family == family for row in rows])) for family in families]
         shown = ", ".join(f"{family} {train.metrics(p[m], y[m])['accuracy']:.3f}" for family, m in by_family)
         print(f"  {name}: {'{accuracy:.3f} / {auroc:.3f} / {ece:.3f}'.format(**train.metrics(p, y))} ({shown})")
 

@@ -24,18 +24,15 @@ from pathlib import Path
 import numpy as np
 from bases import base_path
 
+from decirank.backends.local._assets import ASSETS_DIR as ASSETS
+from decirank.backends.local._reader import is_mpnet
+
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO / "src" / "decirank" / "backends" / "local" / "assets"
 #: What a trial replaces, relative to the checkout: the shipped files are put back from git.
 TRIED = ("reader.npz", "reader_tokenizer.json", "blend.json")
 NEWCOMER_TESTS = ("tests/backends/test_local_everyday.py", "tests/backends/test_local_shapes.py")
 #: A trial's files are not the recorded ones until it is shipped.
 HASH_TEST = "tests/backends/test_local_everyday.py::test_the_reader_and_its_blend_ship_with_their_recorded_hashes"
-
-
-def is_mpnet(export: Path) -> bool:
-    with np.load(export) as archive:
-        return "words.q" in archive.files  # an MPNet reader ships its own word embeddings
 
 
 def put_back() -> None:
@@ -71,7 +68,9 @@ def main() -> None:
         parser.error(f"export: no file at {args.export}")
     try:
         shutil.copyfile(args.export, ASSETS / "reader.npz")
-        if is_mpnet(args.export):
+        with np.load(args.export) as archive:
+            mpnet = is_mpnet(archive)  # an NpzFile is a mapping: the key is looked up, nothing read
+        if mpnet:
             shutil.copyfile(Path(base_path("mpnet")) / "tokenizer.json", ASSETS / "reader_tokenizer.json")
         if args.blend:
             shutil.copyfile(args.blend, ASSETS / "blend.json")
