@@ -66,6 +66,17 @@ one labelled, answered by the teacher alone (``transfer_questions``): each
 everyday yes/no question of a training domain asked of N other texts of its
 domain, each choice question of N/2.
 
+Two additions are off in the recipes before them: ``--swapped-descriptions S``
+asks a share S of the 28 sets' described questions again with their yes and
+no descriptions swapped and the answer turned round (those sets' descriptions
+always agree with their question, so a reader never learns to read them), and
+``--options-as-topics N`` asks N options of each everyday choice row as a
+filter asks a topic, by the option's name ("Is this about billing?").
+``--start CHECKPOINT...`` trains a further phase of final readers (their
+weights averaged, as ``soup.py`` does), with ``--epochs`` below one and a
+smaller ``--rate``: how the additions were tried on a final reader without
+training it again from the start (training/README.md, "A further phase").
+
 torch is needed here only (the ``train`` extra), never at run time.
 Checkpoints go to ``training/.cache/cross_encoder`` every 200 steps, and a
 run started again with the same arguments resumes.
@@ -160,6 +171,11 @@ BARE_OPTIONS = 0.5
 #: (the same recipe and fold, its cached checkpoint), the rest the label: the teacher's answers say how sure
 #: to be where a label only says yes or no. The student starts from the teacher's first ``--layers`` layers.
 DISTIL = 0.5
+#: Share of the 28 sets' described yes/no questions also asked with their descriptions swapped, the answer
+#: turned round (``--swapped-descriptions``; the recipes before it drew none).
+SWAPPED_DESCRIPTIONS = 0.0
+#: Options of each everyday choice row also asked as topic questions (``option_topics``; none before).
+OPTIONS_AS_TOPICS = 0
 #: A label of this value marks a transfer question (``--transfer``): no one labelled it, so its whole target is
 #: the teacher's answer.
 UNLABELLED = -1
@@ -263,10 +279,20 @@ def held_domains(fold: int | None, corpus_rows, everyday_rows) -> tuple[set[str]
 
 
 def training_pairs(
-    corpus_rows, data, held_everyday, held_corpus, seed: int, everyday_negated: float = EVERYDAY_NEGATED
+    corpus_rows,
+    data,
+    held_everyday,
+    held_corpus,
+    seed: int,
+    everyday_negated: float = EVERYDAY_NEGATED,
+    swapped: float = SWAPPED_DESCRIPTIONS,
+    options_as_topics: int = OPTIONS_AS_TOPICS,
 ) -> list[tuple[str, str, int]]:
     yes_no = data[0]  # the choice and score rows are trained as groups (training_groups)
     rng = random.Random(seed)
+    # The additions below draw from their own generator, so the recipe's questions stay those it drew without
+    # them (training/soup.py draws them again to find the texts a draw never saw).
+    added = random.Random(f"added-{seed}")
     pairs: list[tuple[str, str, int]] = []
     for row in yes_no:
         if row.domain in held_everyday:
@@ -288,8 +314,31 @@ def training_pairs(
             pairs.append((asked(row.question, row.true, row.false), row.text, row.label))
             if rng.random() < CORPUS_NEGATED:
                 pairs.append((asked(negate(row.question), row.false, row.true), row.text, 1 - row.label))
+            if (row.true or row.false) and swapped and added.random() < swapped:
+                # The caller's descriptions say what yes and no mean: swapped, they turn the answer round. The
+                # 28 sets' descriptions always agree with their question, so without this the reader learns to
+                # pass over them (training/README.md, "Descriptions swapped").
+                pairs.append((asked(row.question, row.false, row.true), row.text, 1 - row.label))
+    pairs += option_topics(data[1], held_everyday, options_as_topics, added)
     rng.shuffle(pairs)
     return pairs
+
+
+def option_topics(choices, held_everyday, per_row: int, rng: random.Random) -> list[tuple[str, str, int]]:
+    """``per_row`` options of each everyday choice row asked as a filter asks a topic, with the option's name
+    alone ("Is this about billing?"): its answer yes, one or more of its other options no ("none" rows: all
+    no). A routing row's options are the domain's topics, so this is a topic question asked of texts that
+    the other options fit, a fault with a parcel asked whether it is about billing."""
+    if not per_row:
+        return []
+    out = []
+    for row in choices:
+        if row.domain in held_everyday:
+            continue
+        others = [key for key in row.options if key != row.answer]
+        keys = ([row.answer] if row.answer in row.options else []) + rng.sample(others, len(others))
+        out += [(f"Is this about {_label(key)}?", row.text, int(key == row.answer)) for key in keys[:per_row]]
+    return out
 
 
 @dataclass(frozen=True)
@@ -581,10 +630,11 @@ def fine_tune(
     device: str,
     ordinal: float = ORDINAL,
     teacher: Teacher | None = None,
+    rate: float = RATE,
 ) -> None:
     plan = batches(pairs, groups, epochs, seed)
     trained = [p for p in model.parameters() if p.requires_grad]
-    optimiser = torch.optim.AdamW(trained, lr=RATE, weight_decay=0.01)
+    optimiser = torch.optim.AdamW(trained, lr=rate, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda step: min(1.0, step / WARMUP) * max(0.0, 1 - step / len(plan))
     )
@@ -825,7 +875,16 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     print(f"{name}: holding out {sorted(held_everyday)} and {sorted(held_corpus)}", flush=True)
 
     def questions_of(seed: int) -> tuple[list, list[Group]]:
-        pairs = training_pairs(corpus_rows, data, held_everyday, held_corpus, seed, args.everyday_negated)
+        pairs = training_pairs(
+            corpus_rows,
+            data,
+            held_everyday,
+            held_corpus,
+            seed,
+            args.everyday_negated,
+            args.swapped_descriptions,
+            args.options_as_topics,
+        )
         groups = training_groups(
             data,
             held_everyday,
@@ -855,6 +914,10 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     model = CrossEncoder(path, args.apart, args.layers).to(args.device)
     if args.init_seed is not None:
         torch.manual_seed(seed)  # and draws its own dropout
+    if args.start:  # a further phase of final readers already trained: their weights averaged (training/soup.py)
+        from soup import averaged
+
+        model.load_state_dict(averaged([torch.load(path, map_location="cpu")["model"] for path in args.start]))
     CACHE.mkdir(parents=True, exist_ok=True)
 
     # Named by what it is trained on and how (the groups' targets and the step settings) too, so a changed
@@ -882,6 +945,14 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             settings += (("base", base),)
         if init_seed is not None:
             settings += (("init", init_seed),)
+        if args.swapped_descriptions:
+            settings += (("swapped", args.swapped_descriptions),)
+        if args.options_as_topics:
+            settings += (("options as topics", args.options_as_topics),)
+        if args.start:
+            settings += (("start", tuple(path.name for path in args.start)),)
+        if args.rate != RATE:
+            settings += (("rate", args.rate),)
         if distil:
             settings += (("distil", DISTIL),)
         if distil and args.teacher_reader:  # a student of the exported reader is another recipe's
@@ -928,7 +999,9 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             del six
         print(f"distilling {taught_by.name}", flush=True)
     started = time.monotonic()
-    fine_tune(model, tokenizer, pairs, groups, args.epochs, seed, checkpoint, args.device, args.ordinal, teacher)
+    fine_tune(
+        model, tokenizer, pairs, groups, args.epochs, seed, checkpoint, args.device, args.ordinal, teacher, args.rate
+    )
     trained_s = time.monotonic() - started
     if fold is None:
         export(model, args.reader_out)
@@ -1054,6 +1127,28 @@ def main() -> None:
         "their final models can be averaged weight by weight (training/soup.py)",
     )
     parser.add_argument(
+        "--swapped-descriptions",
+        type=float,
+        default=SWAPPED_DESCRIPTIONS,
+        help="share of the 28 sets' described yes/no questions also asked with their descriptions swapped, the "
+        f"answer turned round (default {SWAPPED_DESCRIPTIONS})",
+    )
+    parser.add_argument(
+        "--options-as-topics",
+        type=int,
+        default=OPTIONS_AS_TOPICS,
+        help='options of each everyday choice row also asked as topic questions, "Is this about billing?" '
+        f"(default {OPTIONS_AS_TOPICS})",
+    )
+    parser.add_argument(
+        "--start",
+        type=Path,
+        nargs="+",
+        help="with --fold final: start from these final checkpoints, their weights averaged (a further phase, "
+        "with --epochs below 1 and a smaller --rate)",
+    )
+    parser.add_argument("--rate", type=float, default=RATE, help=f"the peak learning rate (default {RATE})")
+    parser.add_argument(
         "--teacher-seed",
         type=int,
         help="with --distil: the --seed the six-layer teacher was trained with (default the student's own)",
@@ -1108,6 +1203,10 @@ def main() -> None:
         parser.error("--teacher-base: the teacher of a student (--distil)")
     if args.base != "minilm" and (args.apart or args.distil or args.teacher_reader):
         parser.error(f"--base {args.base}: a reader of its own or a teacher; --apart and --distil are MiniLM's")
+    if args.start and (folds != [None] or args.init_seed is not None or args.distil):
+        parser.error("--start: a further phase of final readers (--fold final), which sets every weight itself")
+    if args.start and any(not path.is_file() for path in args.start):
+        parser.error(f"--start: no checkpoint at {[str(p) for p in args.start if not p.is_file()]}")
     if args.apart and None in folds:
         parser.error("--apart: the runtime reads question and text together, so such a reader is judged by folds only")
     corpus_rows = yes_no_rows(args.data, 0)
