@@ -66,12 +66,14 @@ one labelled, answered by the teacher alone (``transfer_questions``): each
 everyday yes/no question of a training domain asked of N other texts of its
 domain, each choice question of N/2.
 
-Two additions are off in the recipes before them: ``--swapped-descriptions S``
-asks a share S of the 28 sets' described questions again with their yes and
-no descriptions swapped and the answer turned round (those sets' descriptions
-always agree with their question, so a reader never learns to read them), and
-``--options-as-topics N`` asks N options of each everyday choice row as a
-filter asks a topic, by the option's name ("Is this about billing?").
+Three additions are off in the recipes before them: ``--swapped-descriptions
+S`` asks a share S of the 28 sets' described questions again with their yes
+and no descriptions swapped and the answer turned round (those sets'
+descriptions always agree with their question, so a reader never learns to
+read them), ``--options-as-topics N`` asks N options of each everyday choice
+row as a filter asks a topic, by the option's name ("Is this about
+billing?"), and ``--short-texts N`` asks label sets' descriptions, texts of a
+few words, about their own option and N others (``short_texts``).
 ``--start CHECKPOINT...`` trains a further phase of final readers (their
 weights averaged, as ``soup.py`` does), with ``--epochs`` below one and a
 smaller ``--rate``: how the additions were tried on a final reader without
@@ -322,6 +324,32 @@ def training_pairs(
     pairs += option_topics(data[1], held_everyday, options_as_topics, added)
     rng.shuffle(pairs)
     return pairs
+
+
+def short_texts(
+    corpus_rows, everyday_choices, corpus_choices, held_everyday, held_corpus, per_text: int, rng: random.Random
+) -> list[tuple[str, str, int]]:
+    """Label sets as texts of a few words: each option's description of the everyday choice rows and of the 28
+    sets' topic label sets, asked by name whether it is about its own option (yes) and about ``per_text`` of
+    its set's others (no). The labelled texts are sentences; a caller's items are often a word or two
+    ("bread"), and a reader that never met one answers a topic it merely calls to mind."""
+    if not per_text:
+        return []
+    topics = {row.domain for row in corpus_rows if row.family == "topic"}
+    label_sets: dict[str, dict[str, str]] = {}
+    for row in everyday_choices:
+        if row.domain not in held_everyday:
+            label_sets.setdefault(row.domain, row.options)
+    for row in corpus_choices:
+        if row.domain in topics and row.domain not in held_corpus:
+            label_sets.setdefault(row.domain, row.options)
+    out = []
+    for _, options in sorted(label_sets.items()):
+        for key, description in options.items():
+            text = description or _label(key)
+            others = rng.sample([other for other in options if other != key], min(per_text, len(options) - 1))
+            out += [(f"Is this about {_label(other)}?", text, int(other == key)) for other in [key, *others]]
+    return out
 
 
 def option_topics(choices, held_everyday, per_row: int, rng: random.Random) -> list[tuple[str, str, int]]:
@@ -900,6 +928,11 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         return pairs, groups
 
     pairs, groups = questions_of(seed)
+    if args.short_texts:  # drawn on their own, so the recipe's questions stay those it drew without them
+        added = random.Random(f"short-{seed}")
+        pairs = pairs + short_texts(
+            corpus_rows, data[1], corpus_choices, held_everyday, held_corpus, args.short_texts, added
+        )
     labelled = (pairs, groups)  # a teacher of the same seed was trained on these, the transfer questions apart
     if args.transfer:
         transfer_pairs, transfer_groups = transfer_questions(data, held_everyday, args.transfer, seed)
@@ -949,6 +982,8 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             settings += (("swapped", args.swapped_descriptions),)
         if args.options_as_topics:
             settings += (("options as topics", args.options_as_topics),)
+        if args.short_texts:
+            settings += (("short texts", args.short_texts),)
         if args.start:
             settings += (("start", tuple(path.name for path in args.start)),)
         if args.rate != RATE:
@@ -1028,6 +1063,9 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             "base": args.base,
             "teacher_base": args.teacher_base if args.distil else None,
             "transfer": args.transfer,
+            "swapped_descriptions": args.swapped_descriptions,
+            "options_as_topics": args.options_as_topics,
+            "short_texts": args.short_texts,
         },
         "training_questions": questions,
         "training_seconds": round(trained_s),
@@ -1139,6 +1177,13 @@ def main() -> None:
         default=OPTIONS_AS_TOPICS,
         help='options of each everyday choice row also asked as topic questions, "Is this about billing?" '
         f"(default {OPTIONS_AS_TOPICS})",
+    )
+    parser.add_argument(
+        "--short-texts",
+        type=int,
+        default=0,
+        help="ask each option's description of the everyday and the 28 sets' topic label sets whether it is "
+        "about its own option and this many others (default 0)",
     )
     parser.add_argument(
         "--start",
