@@ -112,7 +112,15 @@ from corpus import by_domain, choice_rows, yes_no_rows
 
 from decirank.backends.local._head import strip_negation
 from decirank.backends.local._model import _runtime
-from decirank.backends.local._reader import _label, asked, four_bit_rows, level_asked, option_asked, reader_layers
+from decirank.backends.local._reader import (
+    _label,
+    asked,
+    four_bit_rows,
+    level_asked,
+    named_only,
+    option_asked,
+    reader_layers,
+)
 
 HERE = Path(__file__).parent
 CACHE = HERE / ".cache" / "cross_encoder"
@@ -329,10 +337,11 @@ def training_pairs(
 def short_texts(
     corpus_rows, everyday_choices, corpus_choices, held_everyday, held_corpus, per_text: int, rng: random.Random
 ) -> list[tuple[str, str, int]]:
-    """Label sets as texts of a few words: each option's description of the everyday choice rows and of the 28
-    sets' topic label sets, asked by name whether it is about its own option (yes) and about ``per_text`` of
-    its set's others (no). The labelled texts are sentences; a caller's items are often a word or two
-    ("bread"), and a reader that never met one answers a topic it merely calls to mind."""
+    """Label sets as texts of a word or a few: each option's name and (where it says more) its description, of
+    the everyday choice rows and of the 28 sets' topic label sets, asked by name whether it is about its own
+    option (yes) and about ``per_text`` of its set's others (no). The labelled texts are sentences; a caller's
+    items are often a word or two ("bread"), and a reader that never met one answers a topic it merely calls
+    to mind. (Phase C of training/README.md, "A further phase", read the descriptions alone, at d9bbfd0.)"""
     if not per_text:
         return []
     topics = {row.domain for row in corpus_rows if row.family == "topic"}
@@ -346,9 +355,10 @@ def short_texts(
     out = []
     for _, options in sorted(label_sets.items()):
         for key, description in options.items():
-            text = description or _label(key)
-            others = rng.sample([other for other in options if other != key], min(per_text, len(options) - 1))
-            out += [(f"Is this about {_label(other)}?", text, int(other == key)) for other in [key, *others]]
+            texts = [_label(key)] if named_only(key, description) else [description, _label(key)]
+            for text in texts:
+                others = rng.sample([other for other in options if other != key], min(per_text, len(options) - 1))
+                out += [(f"Is this about {_label(other)}?", text, int(other == key)) for other in [key, *others]]
     return out
 
 
