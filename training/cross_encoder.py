@@ -72,8 +72,9 @@ and no descriptions swapped and the answer turned round (those sets'
 descriptions always agree with their question, so a reader never learns to
 read them), ``--options-as-topics N`` asks N options of each everyday choice
 row as a filter asks a topic, by the option's name ("Is this about
-billing?"), and ``--short-texts N`` asks label sets' descriptions, texts of a
-few words, about their own option and N others (``short_texts``).
+billing?"), and ``--short-texts N`` asks label sets' names and descriptions,
+texts of a word or a few, about their own option and N others
+(``short_texts``).
 ``--start CHECKPOINT...`` trains a further phase of final readers (their
 weights averaged, as ``soup.py`` does), with ``--epochs`` below one and a
 smaller ``--rate``: how the additions were tried on a final reader without
