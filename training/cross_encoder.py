@@ -187,6 +187,8 @@ DISTIL = 0.5
 SWAPPED_DESCRIPTIONS = 0.0
 #: Options of each everyday choice row also asked as topic questions (``option_topics``; none before).
 OPTIONS_AS_TOPICS = 0
+#: Other options each label-set text is asked about (``short_texts``; none before).
+SHORT_TEXTS = 0
 #: A label of this value marks a transfer question (``--transfer``): no one labelled it, so its whole target is
 #: the teacher's answer.
 UNLABELLED = -1
@@ -328,7 +330,7 @@ def training_pairs(
             if (row.true or row.false) and swapped and added.random() < swapped:
                 # The caller's descriptions say what yes and no mean: swapped, they turn the answer round. The
                 # 28 sets' descriptions always agree with their question, so without this the reader learns to
-                # pass over them (training/README.md, "Descriptions swapped").
+                # pass over them (training/README.md, "A further phase").
                 pairs.append((asked(row.question, row.false, row.true), row.text, 1 - row.label))
     pairs += option_topics(data[1], held_everyday, options_as_topics, added)
     rng.shuffle(pairs)
@@ -961,7 +963,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     if args.start:  # a further phase of final readers already trained: their weights averaged (training/soup.py)
         from soup import averaged
 
-        model.load_state_dict(averaged([torch.load(path, map_location="cpu")["model"] for path in args.start]))
+        model.load_state_dict(averaged([torch.load(start, map_location="cpu")["model"] for start in args.start]))
     CACHE.mkdir(parents=True, exist_ok=True)
 
     # Named by what it is trained on and how (the groups' targets and the step settings) too, so a changed
@@ -996,7 +998,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         if args.short_texts:
             settings += (("short texts", args.short_texts),)
         if args.start:
-            settings += (("start", tuple(path.name for path in args.start)),)
+            settings += (("start", tuple(start.name for start in args.start)),)
         if args.rate != RATE:
             settings += (("rate", args.rate),)
         if distil:
@@ -1192,9 +1194,9 @@ def main() -> None:
     parser.add_argument(
         "--short-texts",
         type=int,
-        default=0,
-        help="ask each option's description of the everyday and the 28 sets' topic label sets whether it is "
-        "about its own option and this many others (default 0)",
+        default=SHORT_TEXTS,
+        help="ask each option's name and description of the everyday and the 28 sets' topic label sets whether "
+        f"it is about its own option and this many others (default {SHORT_TEXTS})",
     )
     parser.add_argument(
         "--start",
