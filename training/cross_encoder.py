@@ -338,18 +338,27 @@ def training_pairs(
 
 
 def short_texts(
-    corpus_rows, everyday_choices, corpus_choices, held_everyday, held_corpus, per_text: int, rng: random.Random
+    corpus_rows,
+    everyday_choices,
+    corpus_choices,
+    held_everyday,
+    held_corpus,
+    per_text: int,
+    rng: random.Random,
+    sets: str = "all",
 ) -> list[tuple[str, str, int]]:
     """Label sets as texts of a word or a few: each option's name and (where it says more) its description, of
     the everyday choice rows and of the 28 sets' topic label sets, asked by name whether it is about its own
     option (yes) and about ``per_text`` of its set's others (no). The labelled texts are sentences; a caller's
     items are often a word or two ("bread"), and a reader that never met one answers a topic it merely calls
-    to mind. (Phase C of training/README.md, "A further phase", read the descriptions alone, at d9bbfd0.)"""
+    to mind. (Phase C of training/README.md, "A further phase", read the descriptions alone, at d9bbfd0.)
+    ``sets="corpus"`` takes the 28 sets' label sets alone: an everyday set's names are common words in a
+    narrow sense of its domain ("finance": car loans), asked no of everything else there."""
     if not per_text:
         return []
     topics = {row.domain for row in corpus_rows if row.family == "topic"}
     label_sets: dict[str, dict[str, str]] = {}
-    for row in everyday_choices:
+    for row in everyday_choices if sets == "all" else ():
         if row.domain not in held_everyday:
             label_sets.setdefault(row.domain, row.options)
     for row in corpus_choices:
@@ -944,7 +953,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     if args.short_texts:  # drawn on their own, so the recipe's questions stay those it drew without them
         added = random.Random(f"short-{seed}")
         pairs = pairs + short_texts(
-            corpus_rows, data[1], corpus_choices, held_everyday, held_corpus, args.short_texts, added
+            corpus_rows, data[1], corpus_choices, held_everyday, held_corpus, args.short_texts, added, args.short_sets
         )
     labelled = (pairs, groups)  # a teacher of the same seed was trained on these, the transfer questions apart
     if args.transfer:
@@ -997,6 +1006,8 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             settings += (("options as topics", args.options_as_topics),)
         if args.short_texts:
             settings += (("short texts", args.short_texts),)
+        if args.short_texts and args.short_sets != "all":
+            settings += (("short sets", args.short_sets),)
         if args.start:
             settings += (("start", tuple(start.name for start in args.start)),)
         if args.rate != RATE:
@@ -1079,6 +1090,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             "swapped_descriptions": args.swapped_descriptions,
             "options_as_topics": args.options_as_topics,
             "short_texts": args.short_texts,
+            "short_sets": args.short_sets,
         },
         "training_questions": questions,
         "training_seconds": round(trained_s),
@@ -1197,6 +1209,12 @@ def main() -> None:
         default=SHORT_TEXTS,
         help="ask each option's name and description of the everyday and the 28 sets' topic label sets whether "
         f"it is about its own option and this many others (default {SHORT_TEXTS})",
+    )
+    parser.add_argument(
+        "--short-sets",
+        choices=("all", "corpus"),
+        default="all",
+        help="with --short-texts: whose label sets, the everyday and the 28 sets' (default) or the 28 sets' alone",
     )
     parser.add_argument(
         "--start",
