@@ -352,8 +352,8 @@ def short_texts(
     option (yes) and about ``per_text`` of its set's others (no). The labelled texts are sentences; a caller's
     items are often a word or two ("bread"), and a reader that never met one answers a topic it merely calls
     to mind. (Phase C of training/README.md, "A further phase", read the descriptions alone, at d9bbfd0.)
-    ``sets="corpus"`` takes the 28 sets' label sets alone: an everyday set's names are common words in a
-    narrow sense of its domain ("finance": car loans), asked no of everything else there."""
+    ``sets="corpus"`` takes the 28 sets' label sets alone (phase E there: an everyday set's names, common
+    words in a narrow sense of its domain, "finance" as car loans, were not what cost a finance question)."""
     if not per_text:
         return []
     topics = {row.domain for row in corpus_rows if row.family == "topic"}
