@@ -337,28 +337,27 @@ def training_pairs(
     return pairs
 
 
+def topic_asked(key: str) -> str:
+    """An option asked by name as a filter asks a topic: "Is this about billing?"."""
+    return f"Is this about {_label(key)}?"
+
+
 def short_texts(
-    corpus_rows,
-    everyday_choices,
-    corpus_choices,
-    held_everyday,
-    held_corpus,
-    per_text: int,
-    rng: random.Random,
-    sets: str = "all",
+    corpus_rows, everyday_choices, corpus_choices, held_everyday, held_corpus, per_text: int, rng: random.Random
 ) -> list[tuple[str, str, int]]:
     """Label sets as texts of a word or a few: each option's name and (where it says more) its description, of
     the everyday choice rows and of the 28 sets' topic label sets, asked by name whether it is about its own
     option (yes) and about ``per_text`` of its set's others (no). The labelled texts are sentences; a caller's
     items are often a word or two ("bread"), and a reader that never met one answers a topic it merely calls
     to mind. (Phase C of training/README.md, "A further phase", read the descriptions alone, at d9bbfd0.)
-    ``sets="corpus"`` takes the 28 sets' label sets alone (phase E there: an everyday set's names, common
-    words in a narrow sense of its domain, "finance" as car loans, were not what cost a finance question)."""
+    Given no everyday rows, the 28 sets' label sets alone (``--short-sets corpus``; phase E there: an everyday
+    set's names, common words in a narrow sense of its domain, "finance" as car loans, were not what cost a
+    finance question)."""
     if not per_text:
         return []
     topics = {row.domain for row in corpus_rows if row.family == "topic"}
     label_sets: dict[str, dict[str, str]] = {}
-    for row in everyday_choices if sets == "all" else ():
+    for row in everyday_choices:
         if row.domain not in held_everyday:
             label_sets.setdefault(row.domain, row.options)
     for row in corpus_choices:
@@ -370,7 +369,7 @@ def short_texts(
             texts = [_label(key)] if named_only(key, description) else [description, _label(key)]
             for text in texts:
                 others = rng.sample([other for other in options if other != key], min(per_text, len(options) - 1))
-                out += [(f"Is this about {_label(other)}?", text, int(other == key)) for other in [key, *others]]
+                out += [(topic_asked(other), text, int(other == key)) for other in [key, *others]]
     return out
 
 
@@ -387,8 +386,22 @@ def option_topics(choices, held_everyday, per_row: int, rng: random.Random) -> l
             continue
         others = [key for key in row.options if key != row.answer]
         keys = ([row.answer] if row.answer in row.options else []) + rng.sample(others, len(others))
-        out += [(f"Is this about {_label(key)}?", row.text, int(key == row.answer)) for key in keys[:per_row]]
+        out += [(topic_asked(key), row.text, int(key == row.answer)) for key in keys[:per_row]]
     return out
+
+
+def averaged(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """The mean of each floating-point weight; anything else (position ids and the like) from the first."""
+    first = states[0]
+    mismatched = [state.keys() ^ first.keys() for state in states[1:] if state.keys() != first.keys()]
+    if mismatched:
+        raise SystemExit(f"the checkpoints hold different weights: {sorted(set().union(*mismatched))[:5]}")
+    return {
+        name: torch.stack([state[name].float() for state in states]).mean(0).to(tensor.dtype)
+        if tensor.is_floating_point()
+        else tensor
+        for name, tensor in first.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -952,8 +965,9 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     pairs, groups = questions_of(seed)
     if args.short_texts:  # drawn on their own, so the recipe's questions stay those it drew without them
         added = random.Random(f"short-{seed}")
+        everyday_choices = data[1] if args.short_sets == "all" else ()
         pairs = pairs + short_texts(
-            corpus_rows, data[1], corpus_choices, held_everyday, held_corpus, args.short_texts, added, args.short_sets
+            corpus_rows, everyday_choices, corpus_choices, held_everyday, held_corpus, args.short_texts, added
         )
     labelled = (pairs, groups)  # a teacher of the same seed was trained on these, the transfer questions apart
     if args.transfer:
@@ -970,8 +984,6 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     if args.init_seed is not None:
         torch.manual_seed(seed)  # and draws its own dropout
     if args.start:  # a further phase of final readers already trained: their weights averaged (training/soup.py)
-        from soup import averaged
-
         model.load_state_dict(averaged([torch.load(start, map_location="cpu")["model"] for start in args.start]))
     CACHE.mkdir(parents=True, exist_ok=True)
 

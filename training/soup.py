@@ -35,6 +35,7 @@ from cross_encoder import (
     CORPUS_CHOICES,
     FINAL_SEED,
     CrossEncoder,
+    averaged,
     export,
     judged_rows,
     logits,
@@ -49,20 +50,6 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "decisions"
 
 #: The least cosine between two draws' output layers for their weights to be averaged.
 SHARED_START = 0.9
-
-
-def averaged(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """The mean of each floating-point weight; anything else (position ids and the like) from the first."""
-    first = states[0]
-    mismatched = [state.keys() ^ first.keys() for state in states[1:] if state.keys() != first.keys()]
-    if mismatched:
-        raise SystemExit(f"the checkpoints hold different weights: {sorted(set().union(*mismatched))[:5]}")
-    return {
-        name: torch.stack([state[name].float() for state in states]).mean(0).to(tensor.dtype)
-        if tensor.is_floating_point()
-        else tensor
-        for name, tensor in first.items()
-    }
 
 
 def check_shared_start(states: list[dict[str, torch.Tensor]], paths: list[Path]) -> None:
