@@ -343,7 +343,14 @@ def topic_asked(key: str) -> str:
 
 
 def short_texts(
-    corpus_rows, everyday_choices, corpus_choices, held_everyday, held_corpus, per_text: int, rng: random.Random
+    corpus_rows,
+    everyday_choices,
+    corpus_choices,
+    held_everyday,
+    held_corpus,
+    per_text: int,
+    rng: random.Random,
+    max_options: int | None = None,
 ) -> list[tuple[str, str, int]]:
     """Label sets as texts of a word or a few: each option's name and (where it says more) its description, of
     the everyday choice rows and of the 28 sets' topic label sets, asked by name whether it is about its own
@@ -352,7 +359,9 @@ def short_texts(
     to mind. (Phase C of training/README.md, "A further phase", read the descriptions alone, at d9bbfd0.)
     Given no everyday rows, the 28 sets' label sets alone (``--short-sets corpus``; phase E there: an everyday
     set's names, common words in a narrow sense of its domain, "finance" as car loans, were not what cost a
-    finance question)."""
+    finance question). ``max_options`` leaves out the label sets of more options than that: banking77's and
+    hwu64's are fine-grained intents, "receiving money" asked whether it is about "balance not updated after
+    bank transfer", so their noes teach that money is not about money."""
     if not per_text:
         return []
     topics = {row.domain for row in corpus_rows if row.family == "topic"}
@@ -365,6 +374,8 @@ def short_texts(
             label_sets.setdefault(row.domain, row.options)
     out = []
     for _, options in sorted(label_sets.items()):
+        if max_options is not None and len(options) > max_options:
+            continue
         for key, description in options.items():
             texts = [_label(key)] if named_only(key, description) else [description, _label(key)]
             for text in texts:
@@ -967,7 +978,14 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
         added = random.Random(f"short-{seed}")
         everyday_choices = data[1] if args.short_sets == "all" else ()
         pairs = pairs + short_texts(
-            corpus_rows, everyday_choices, corpus_choices, held_everyday, held_corpus, args.short_texts, added
+            corpus_rows,
+            everyday_choices,
+            corpus_choices,
+            held_everyday,
+            held_corpus,
+            args.short_texts,
+            added,
+            args.short_max_options,
         )
     labelled = (pairs, groups)  # a teacher of the same seed was trained on these, the transfer questions apart
     if args.transfer:
@@ -1020,6 +1038,8 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             settings += (("short texts", args.short_texts),)
         if args.short_texts and args.short_sets != "all":
             settings += (("short sets", args.short_sets),)
+        if args.short_texts and args.short_max_options is not None:
+            settings += (("short max options", args.short_max_options),)
         if args.start:
             settings += (("start", tuple(start.name for start in args.start)),)
         if args.rate != RATE:
@@ -1103,6 +1123,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             "options_as_topics": args.options_as_topics,
             "short_texts": args.short_texts,
             "short_sets": args.short_sets,
+            "short_max_options": args.short_max_options,
         },
         "training_questions": questions,
         "training_seconds": round(trained_s),
@@ -1227,6 +1248,11 @@ def main() -> None:
         choices=("all", "corpus"),
         default="all",
         help="with --short-texts: whose label sets, the everyday and the 28 sets' (default) or the 28 sets' alone",
+    )
+    parser.add_argument(
+        "--short-max-options",
+        type=int,
+        help="with --short-texts: only the label sets of at most this many options (default all of them)",
     )
     parser.add_argument(
         "--start",
