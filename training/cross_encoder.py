@@ -361,7 +361,8 @@ def short_texts(
     set's names, common words in a narrow sense of its domain, "finance" as car loans, were not what cost a
     finance question). ``max_options`` leaves out the label sets of more options than that: banking77's and
     hwu64's are fine-grained intents, "receiving money" asked whether it is about "balance not updated after
-    bank transfer", so their noes teach that money is not about money."""
+    bank transfer", whose noes could teach that money is not about money (phase G there: without them the
+    finance question is lost all the same)."""
     if not per_text:
         return []
     topics = {row.domain for row in corpus_rows if row.family == "topic"}

@@ -765,11 +765,10 @@ def main() -> None:
     report_kinds(table, p)
     report_corpus(table, p)
 
+    held = args.heldout.resolve()
     blend = {
         # Relative to the checkout, as shipped; a folder outside it (a trial's, read with --no-write) whole.
-        "heldout": (
-            held.relative_to(REPO).as_posix() if (held := args.heldout.resolve()).is_relative_to(REPO) else str(held)
-        ),
+        "heldout": held.relative_to(REPO).as_posix() if held.is_relative_to(REPO) else str(held),
         "yes_no": {**table.fit(np.ones(len(table.y), bool)).to_dict(), "negated_reads": args.negated_reads},
     }
     blend["choice"] = choice_table(choices, folds, store, none_threshold=args.none_threshold)
