@@ -353,16 +353,10 @@ def short_texts(
     max_options: int | None = None,
 ) -> list[tuple[str, str, int]]:
     """Label sets as texts of a word or a few: each option's name and (where it says more) its description, of
-    the everyday choice rows and of the 28 sets' topic label sets, asked by name whether it is about its own
-    option (yes) and about ``per_text`` of its set's others (no). The labelled texts are sentences; a caller's
-    items are often a word or two ("bread"), and a reader that never met one answers a topic it merely calls
-    to mind. (Phase C of training/README.md, "A further phase", read the descriptions alone, at d9bbfd0.)
-    Given no everyday rows, the 28 sets' label sets alone (``--short-sets corpus``; phase E there: an everyday
-    set's names, common words in a narrow sense of its domain, "finance" as car loans, were not what cost a
-    finance question). ``max_options`` leaves out the label sets of more options than that: banking77's and
-    hwu64's are fine-grained intents, "receiving money" asked whether it is about "balance not updated after
-    bank transfer", whose noes could teach that money is not about money (phase G there: without them the
-    finance question is lost all the same)."""
+    the everyday choice rows given and of the 28 sets' topic label sets, asked by name whether it is about its
+    own option (yes) and about ``per_text`` of its set's others (no); ``max_options`` leaves out the label sets
+    of more options than that. A caller's items are often a word or two ("bread"), where the labelled texts
+    are sentences. What each choice of sets did: training/README.md, "A further phase"."""
     if not per_text:
         return []
     topics = {row.domain for row in corpus_rows if row.family == "topic"}
