@@ -38,6 +38,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import minimize
@@ -714,6 +715,35 @@ def score_table(scores, folds: dict[int, dict], store: VectorStore, heads) -> No
 # --- the tables -------------------------------------------------------------------------------------------
 
 
+def shipped_defaults(heldout: Path | None, negated_reads: str | None) -> tuple[Path, str]:
+    """The held-out folder and the rule for negated questions, each the shipped blend's unless given: by
+    default the tables and the blend are the shipped reader's."""
+    shipped = json.loads(find_blend().read_text(encoding="utf-8"))
+    return heldout or REPO / shipped["heldout"], negated_reads or shipped["yes_no"]["negated_reads"]
+
+
+class Loaded(NamedTuple):
+    """What every table reads: the fold files, the everyday rows, their MiniLM vectors and the shipped heads."""
+
+    folds: dict[int, dict]
+    everyday: tuple  # (yes/no, choice, score) rows
+    store: VectorStore
+    heads: dict[str, DecisionHead]
+
+
+def load(heldout: Path, everyday_data: Path) -> Loaded:
+    folds = load_folds(heldout)
+    if not folds:
+        raise SystemExit(f"no held-out predictions in {heldout}: run cross_encoder.py --fold K first")
+    missing = sorted(set(range(everyday.FOLDS)) - set(folds))
+    if missing:
+        print(f"folds {missing} are not trained yet: their domains are left out of the tables below")
+    rows = everyday.load(everyday_data)
+    store = VectorStore(train.CACHE / "minilm.npz")
+    store.ensure(everyday_strings(*rows))
+    return Loaded(folds, rows, store, DecisionHead.load_all(find_decision_head()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=HERE.parents[1] / "shared/data/decisions")
@@ -744,21 +774,8 @@ def main() -> None:
         "a reader that costs twice MiniLM's a read); default: as the shipped blend.json does",
     )
     args = parser.parse_args()
-    # By default the tables and the blend are the shipped reader's: its folds, and its way of reading a negation.
-    shipped = json.loads(find_blend().read_text(encoding="utf-8"))
-    args.heldout = args.heldout or REPO / shipped["heldout"]
-    args.negated_reads = args.negated_reads or shipped["yes_no"]["negated_reads"]
-    folds = load_folds(args.heldout)
-    if not folds:
-        raise SystemExit(f"no held-out predictions in {args.heldout}: run cross_encoder.py --fold K first")
-    missing = sorted(set(range(everyday.FOLDS)) - set(folds))
-    if missing:
-        print(f"folds {missing} are not trained yet: their domains are left out of the tables below")
-    yes_no, choices, scores = everyday.load(args.everyday)
-    store = VectorStore(train.CACHE / "minilm.npz")
-    store.ensure(everyday_strings(yes_no, choices, scores))
-    heads = DecisionHead.load_all(find_decision_head())
-
+    args.heldout, args.negated_reads = shipped_defaults(args.heldout, args.negated_reads)
+    folds, (yes_no, choices, scores), store, heads = load(args.heldout, args.everyday)
     table = yes_no_table(args.data, yes_no, folds, store, heads, not args.everyday_only, args.negated_reads)
     p = table.cross_fitted()
     report_everyday(table, p)
