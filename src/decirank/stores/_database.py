@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import StoreError
+from ._files import private_file, private_folder
 
 __all__ = [
     "BatchWriter",
@@ -43,6 +44,8 @@ __all__ = [
     "timestamp",
 ]
 
+#: The files SQLite keeps beside a database, private as the database is.
+_SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
 #: How long a writer waits for another process holding the SQLite write lock.
 BUSY_TIMEOUT_MS = 10_000
 
@@ -173,7 +176,9 @@ class SQLiteDatabase(Database):
         self.path = Path(path)
         self._checkpointer: _Checkpointer | None = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # The file is made 0600 before SQLite opens it: SQLite gives its -wal and -shm the same mode.
+            private_folder(self.path.parent)
+            private_file(self.path, companions=_SQLITE_COMPANIONS)
             # Autocommit: every statement is its own transaction unless one is begun.
             self._connection = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000

@@ -21,10 +21,10 @@ from typing import Any
 from .._paths import data_dir
 from ..calibration._maps import ProbabilityMap, Reliability
 from ..errors import InvalidInputError, StoreError
-from ._files import known_names, names_in, remove_file, write_atomically
+from ._files import known_names, names_in, remove_file, tighten_folder_files, write_atomically
 from .examples import check_set_name
 
-__all__ = ["FORMAT", "Calibration", "CalibrationStore", "default_root"]
+__all__ = ["FORMAT", "Calibration", "CalibrationStore", "check_calibration_name", "default_root"]
 
 _SUFFIX = ".json"
 #: The version of the file's layout, so a later release can read what an earlier one wrote.
@@ -113,17 +113,23 @@ class Calibration:
         )
 
 
+def check_calibration_name(value: Any, field: str = "name") -> str:
+    """A calibration's name, by the same rule as an example set's, refused as a calibration name."""
+    return check_set_name(value, field, what="a calibration name")
+
+
 class CalibrationStore:
     """Calibrations by name, one JSON file each under ``root`` (default: :func:`default_root`)."""
 
     def __init__(self, root: str | Path | None = None) -> None:
         self.root = Path(root).expanduser() if root is not None else default_root()
+        tighten_folder_files(self.root)
 
     def __repr__(self) -> str:
         return f"<CalibrationStore {self.root}>"
 
     def _path(self, name: str, field_name: str = "name") -> Path:
-        return self.root / f"{check_set_name(name, field_name)}{_SUFFIX}"
+        return self.root / f"{check_calibration_name(name, field_name)}{_SUFFIX}"
 
     def put(self, calibration: Calibration) -> None:
         """Store ``calibration`` under its name, replacing any of that name."""
@@ -155,7 +161,7 @@ class CalibrationStore:
 
     def require(self, name: Any, field_name: str = "calibration") -> Calibration:
         """The calibration of that name; an unknown name is an InvalidInputError listing the known ones."""
-        check_set_name(name, field_name)
+        check_calibration_name(name, field_name)
         found = self.get(name, field_name)
         if found is None:
             known = self.names()

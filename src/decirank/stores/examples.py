@@ -30,7 +30,7 @@ from .._jsonpath import JsonProblem, find_non_text, loads_json, to_text
 from .._paths import data_dir
 from ..errors import InvalidInputError, StoreError
 from ..types.questions import Example
-from ._files import NAME, known_names, names_in, remove_file, write_atomically
+from ._files import NAME, known_names, names_in, remove_file, tighten_folder_files, write_atomically
 
 __all__ = ["ExampleSetInfo", "ExampleStore", "check_examples", "check_set_name", "default_root", "resolve_examples"]
 
@@ -42,12 +42,15 @@ def default_root() -> Path:
     return data_dir() / "examples"
 
 
-def check_set_name(value: Any, field: str = "name") -> str:
-    """A set name: a letter or digit, then letters, digits, '_', '.' or '-', at most 100 characters."""
+def check_set_name(value: Any, field: str = "name", *, what: str = "an example set name") -> str:
+    """A set name: a letter or digit, then letters, digits, '_', '.' or '-', at most 100 characters.
+
+    ``what`` names the kind of name in the error (``"a calibration name"``).
+    """
     if not isinstance(value, str) or not NAME.fullmatch(value):
         raise InvalidInputError(
             field,
-            "an example set name: a letter or digit, then letters, digits, '_', '.' or '-' (at most 100)",
+            f"{what}: a letter or digit, then letters, digits, '_', '.' or '-' (at most 100)",
             got=value,
         )
     return value
@@ -107,6 +110,7 @@ class ExampleStore:
 
     def __init__(self, root: str | Path | None = None) -> None:
         self.root = Path(root).expanduser() if root is not None else default_root()
+        tighten_folder_files(self.root)
 
     def __repr__(self) -> str:
         return f"<ExampleStore {self.root}>"
