@@ -8,6 +8,14 @@ the questions it carried (the rows of its batch), its tokens (read, written,
 served from the model's own cache) and cost; and the decision cache's hits
 and misses.
 
+Every label comes from a closed set, so no client can grow ``/metrics``:
+methods are the HTTP methods a route can have (:data:`KNOWN_METHODS`), any
+other (``X123 /healthz``) is counted as ``other``; routes are the API's
+templates, or ``unmatched``; statuses are the three digits the server sent.
+Model, provider and currency labels are the values the server's own
+models report, the first :data:`MAX_LABEL_VALUES` of each and ``other``
+after them, so a stream of requests naming models cannot grow it either.
+
 One process keeps its figures in the application's own registry. Under
 ``decirank serve --workers N`` every worker writes its values to files in
 ``PROMETHEUS_MULTIPROC_DIR`` (which the command makes, and removes) and
@@ -31,7 +39,16 @@ from ..decisions.failover import Attempt
 from ..decisions.observers import observed_by
 from ..errors import MissingAssetError
 
-__all__ = ["CONTENT_TYPE", "RequestMetrics", "ServerMetrics", "mark_worker_gone", "multiprocess_directory"]
+__all__ = [
+    "CONTENT_TYPE",
+    "KNOWN_METHODS",
+    "MAX_LABEL_VALUES",
+    "OTHER",
+    "RequestMetrics",
+    "ServerMetrics",
+    "mark_worker_gone",
+    "multiprocess_directory",
+]
 
 try:
     import prometheus_client
@@ -50,6 +67,37 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 ROWS_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 256)
 #: The route label of a request that matched no route (a 404): one series, whatever the paths.
 UNMATCHED = "unmatched"
+#: The label of every value outside a label's closed set.
+OTHER = "other"
+#: The methods counted by name: those HTTP defines (RFC 9110) and PATCH; a made-up one is ``other``.
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"})
+#: Distinct values kept per open-ended label (model, provider, currency); those past it are ``other``.
+MAX_LABEL_VALUES = 64
+
+
+def method_label(method: str) -> str:
+    return method if method in KNOWN_METHODS else OTHER
+
+
+def status_label(status: int) -> str:
+    return str(status) if 100 <= status <= 599 else OTHER
+
+
+class _FirstValues:
+    """The first ``limit`` distinct values of one label as themselves, every later one as :data:`OTHER`."""
+
+    def __init__(self, limit: int = MAX_LABEL_VALUES) -> None:
+        self.limit = limit
+        self._seen: set[str] = set()
+
+    def __call__(self, value: object) -> str:
+        text = str(value)
+        if text in self._seen:
+            return text
+        if len(self._seen) >= self.limit:
+            return OTHER
+        self._seen.add(text)
+        return text
 
 
 def multiprocess_directory() -> str | None:
@@ -112,11 +160,15 @@ class ServerMetrics:
             ["result"],
             registry=registry,
         )
+        self._model_label = _FirstValues()
+        self._provider_label = _FirstValues()
+        self._status_label = _FirstValues()
+        self._currency_label = _FirstValues()
 
     def model_call(self, tool: str, attempt: Attempt, *, cache_on: bool) -> None:
         """The :class:`~decirank.decisions.observers.CallObserver` of the server's requests."""
-        model = attempt.model
-        self.model_calls.labels(model, attempt.provider, attempt.status).inc()
+        model = self._model_label(attempt.model)
+        self.model_calls.labels(model, self._provider_label(attempt.provider), self._status_label(attempt.status)).inc()
         if cache_on:
             self.cache_lookups.labels("hit" if attempt.cached else "miss").inc()
         if attempt.cached:
@@ -132,7 +184,7 @@ class ServerMetrics:
             if tokens:
                 self.tokens.labels(model, kind).inc(tokens)
         if usage.cost is not None:
-            self.cost.labels(model, usage.currency).inc(usage.cost)
+            self.cost.labels(model, self._currency_label(usage.currency)).inc(usage.cost)
 
     def render(self) -> bytes:
         """The text exposition: this registry's, or every worker's added up in multiprocess mode."""
@@ -177,8 +229,9 @@ class RequestMetrics:
         finally:
             metrics.in_flight.dec()
             route = _route_template(scope)
-            metrics.requests.labels(scope["method"], route, str(status)).inc()
-            metrics.request_seconds.labels(scope["method"], route).observe(time.perf_counter() - started)
+            method = method_label(scope["method"])
+            metrics.requests.labels(method, route, status_label(status)).inc()
+            metrics.request_seconds.labels(method, route).observe(time.perf_counter() - started)
 
 
 def _route_template(scope: Scope) -> str:
