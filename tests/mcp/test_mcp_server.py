@@ -58,14 +58,14 @@ def test_lists_every_tool_with_documented_schemas_and_read_only_hints():
     assert rank.input_schema["properties"]["instructions"]["description"] == "The choice question"
     assert rank.input_schema["properties"]["items"]["description"] == "The list, usually a template like {{E1.results}}"
     assert {"items", "no_fit", "none", "ranked"} <= set(rank.output_schema["properties"])
-    assert set(rank.output_schema["required"]) == {"items", "ranked"}
+    assert set(rank.output_schema["required"]) == {"items", "ranked", "none", "no_fit", "model", "usage", "run_id"}
 
     assert set(tools["builtin__rerank"].input_schema["properties"]) == {
-        "query", "documents", "top_k", "min_relevance", "calibration", "model"
+        "query", "documents", "top_k", "min_relevance", "calibration", "model", "max_documents_per_call"
     }
     assert set(tools["builtin__filter"].input_schema["properties"]) == {
         "items", "question", "state", "min_confidence", "describe", "examples", "calibration", "target_recall",
-        "target_precision", "confidence", "model"
+        "target_precision", "confidence", "model", "max_items_per_call"
     }
     assert {"raw_probability"} <= set(
         tools["builtin__filter"].output_schema["properties"]["decisions"]["items"]["properties"]
@@ -80,20 +80,22 @@ def test_lists_every_tool_with_documented_schemas_and_read_only_hints():
     )
     assert set(tools["builtin__classify"].input_schema["required"]) == {"texts", "question", "options"}
     assert set(tools["builtin__score"].input_schema["properties"]) == {
-        "texts", "question", "true", "false", "examples", "calibration", "model"
+        "texts", "question", "true", "false", "examples", "calibration", "model", "max_concurrency"
     }
     assert {"raw_probabilities", "calibration"} <= set(tools["builtin__score"].output_schema["properties"])
     calibrate = tools["builtin__calibrate"]
     assert set(calibrate.input_schema["properties"]) == {
         "name", "question", "tool", "rows", "state", "options", "none", "true", "false", "method", "save", "model"
     }
-    assert set(calibrate.input_schema["required"]) == {"name", "rows"}
+    assert set(calibrate.input_schema["required"]) == {"rows"}  # a name only to store it (save=false measures)
     assert {"before", "after", "method", "saved"} <= set(calibrate.output_schema["required"])
     assert set(tools["builtin__score"].input_schema["required"]) == {"texts", "question"}
     score_list = tools["builtin__score_list"]
     assert {"refs", "evaluator", "top_k", "max_concurrency"} <= set(score_list.input_schema["properties"])
     assert set(score_list.input_schema["required"]) == {"refs", "evaluator"}
-    assert set(score_list.output_schema["required"]) == {"run_id", "evaluator", "total", "top_k", "winners", "ranked"}
+    assert set(score_list.output_schema["required"]) == {
+        "run_id", "evaluator", "total", "top_k", "winners", "ranked", "usage"
+    }
 
     for name in ("builtin__rank", "builtin__rerank", "builtin__filter", "builtin__classify", "builtin__score"):
         assert tools[name].annotations.read_only_hint is True, name

@@ -30,12 +30,12 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, Field
 
 from .._jsonpath import to_text
-from .._sync import run_sync, sync_twin
 from ..calibration._maps import LIKELIHOOD_METHODS, choose_map, choose_temperature, reliability
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall, gather
@@ -46,12 +46,25 @@ from ..stores.examples import check_set_name, resolve_examples
 from ..stores.runlog import under_parent_run
 from ..types.answers import Usage
 from ._checks import check_examples, check_instructions, check_optional_text
+from ._definition import Cli, Offered, ToolDefinition, Wire, sync_twin_of
+from ._outputs import ToolOutput
+from ._params import BaseUrl, ModelParam, SetName, Text, Timeout
 from .classify import NONE_KEY, aclassify, check_options
 from .filter import afilter
 from .rerank import arerank
 from .score import ascore
 
-__all__ = ["CALIBRATED_TOOLS", "MIN_EACH", "MIN_ROWS", "CalibrateResult", "acalibrate", "calibrate"]
+__all__ = [
+    "CALIBRATE",
+    "CALIBRATED_TOOLS",
+    "MIN_EACH",
+    "MIN_ROWS",
+    "CalibrateOutput",
+    "CalibrateResult",
+    "CalibrationSummaryOut",
+    "acalibrate",
+    "calibrate",
+]
 
 CALIBRATED_TOOLS = ("filter", "score", "rerank", "classify")
 #: Fewer labelled rows than this fit noise, not the model.
@@ -71,6 +84,55 @@ class CalibrateResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.calibration.summary(), "saved": self.saved, "usage": self.usage.to_dict(), "run_id": self.run_id}
+
+
+class ReliabilityBin(BaseModel):
+    low: float
+    high: float
+    rows: int
+    mean_probability: float
+    frequency: float
+
+
+class Reliability(BaseModel):
+    """How far probabilities are from the frequencies they claim: ECE over ten bins, Brier, log loss."""
+
+    rows: int
+    ece: float = Field(description="Expected calibration error over ten bins.")
+    brier: float
+    log_loss: float
+    table: list[ReliabilityBin] = Field(description="One entry per non-empty bin.")
+
+
+class ProbabilityMap(BaseModel):
+    method: str
+    parameters: dict[str, Any]
+
+
+class CalibrationSummaryOut(BaseModel):
+    """A stored calibration: what it was fitted for, its map, and reliability before and after."""
+
+    name: str
+    tool: str
+    model: str = Field(description="The model it was fitted for; the tools refuse it for another.")
+    question: str | None
+    options: dict[str, str] | None
+    data_hash: str = Field(description="SHA-256 of the labelled rows, question and options.")
+    created_at: str
+    rows: int
+    positives: int | None = Field(None, description="Yes/no: how many rows were labelled yes.")
+    method: str = Field(description="The map chosen.")
+    map: ProbabilityMap
+    before: Reliability = Field(description="The model's own probabilities on the labelled rows.")
+    after: Reliability = Field(description="Out-of-fold calibrated probabilities: no row judges a map fitted on it.")
+    cross_validated_log_loss: dict[str, float]
+    run_id: str | None
+
+
+class CalibrateOutput(CalibrationSummaryOut, ToolOutput):
+    """The result of calibrate: the calibration's summary, whether it was stored, and usage."""
+
+    saved: bool
 
 
 @dataclass(frozen=True)
@@ -186,22 +248,57 @@ async def _likelihoods(
 
 
 async def acalibrate(
-    rows: Sequence[Any] | str,
-    question: str | None,
+    rows: Annotated[
+        Sequence[Any] | str,
+        Wire(list[dict[str, Any]] | SetName),
+        Field(
+            description='Labelled rows: [{"item" or "state": <text>, "answer": true/false}] (classify: an option key; '
+            f'rerank: optionally a "query" per row), at least {MIN_ROWS} with {MIN_EACH} of each yes/no answer, or '
+            "the name of a stored example set."
+        ),
+        Cli(argument=True, read="examples", metavar="ROWS"),
+    ],
+    question: Annotated[
+        Text | None,
+        Field(description="The question the tool asks (rerank: the query; null when each row has its own query)."),
+        Cli(flags=("--question", "-q")),
+    ] = None,
     *,
-    name: str | None = None,
-    tool: str = "filter",
-    state: Any = None,
-    options: Sequence[str] | Mapping[str, str] | None = None,
-    none: str | None = None,
-    true: str | None = None,
-    false: str | None = None,
-    method: str = "auto",
-    model: str = DEFAULT_ROLE,
-    timeout: float | None = None,
-    base_url: str | None = None,
-    save: bool = True,
-    store: CalibrationStore | None = None,
+    name: Annotated[
+        SetName | None,
+        Field(description="The name to store it under (a letter or digit, then letters, digits, _, . or -)."),
+    ] = None,
+    tool: Annotated[Literal[CALIBRATED_TOOLS], Field(description="The tool whose probabilities are calibrated.")] = "filter",  # type: ignore[valid-type]
+    state: Annotated[Any, Field(description="filter's context the items are judged against."), Cli(read="json_or_text")] = None,
+    options: Annotated[
+        Sequence[str] | Mapping[str, str] | None,
+        Wire(
+            Annotated[list[str], Field(min_length=1, max_length=255)]
+            | Annotated[dict[str, str], Field(min_length=1, max_length=255)]
+            | None
+        ),
+        Field(description="classify's labels, or an object of label to description."),
+        Cli(read="options"),
+    ] = None,
+    none: Annotated[Text | None, Field(description="classify's 'none of these' option.")] = None,
+    true: Annotated[Text | None, Field(description="score's: what a yes means.")] = None,
+    false: Annotated[Text | None, Field(description="score's: what a no means.")] = None,
+    method: Annotated[
+        Literal[("auto", *LIKELIHOOD_METHODS, *CHOICE_METHODS[1:])],  # type: ignore[valid-type]
+        Field(
+            description="auto picks by cross-validated log loss (identity, platt or isotonic; classify: identity or "
+            "temperature), or one map by name."
+        ),
+    ] = "auto",
+    model: ModelParam = DEFAULT_ROLE,
+    timeout: Timeout = None,
+    base_url: BaseUrl = None,
+    save: Annotated[bool, Field(description="Store it under name; false only measures.")] = True,
+    store: Annotated[
+        CalibrationStore | None,
+        Field(description="Where to store it; default: the user's calibration store."),
+        Offered.python_only("a surface stores in its own user folder's calibration store"),
+    ] = None,
 ) -> CalibrateResult:
     """Fit and (with ``name`` and ``save``) store a calibration of ``tool``'s answers to ``question``.
 
@@ -294,41 +391,30 @@ def _top_label_reliability(distributions: np.ndarray, truth: list[int]) -> Any:
     return reliability(distributions.max(axis=1), (top == np.asarray(truth)).astype(int))
 
 
-@sync_twin(acalibrate)
-def calibrate(
-    rows: Sequence[Any] | str,
-    question: str | None,
-    *,
-    name: str | None = None,
-    tool: str = "filter",
-    state: Any = None,
-    options: Sequence[str] | Mapping[str, str] | None = None,
-    none: str | None = None,
-    true: str | None = None,
-    false: str | None = None,
-    method: str = "auto",
-    model: str = DEFAULT_ROLE,
-    timeout: float | None = None,
-    base_url: str | None = None,
-    save: bool = True,
-    store: CalibrationStore | None = None,
-) -> CalibrateResult:
-    """Sync twin of :func:`acalibrate`, which takes the same arguments; use that one in async code."""
-    return run_sync(
-        acalibrate,
-        rows,
-        question,
-        name=name,
-        tool=tool,
-        state=state,
-        options=options,
-        none=none,
-        true=true,
-        false=false,
-        method=method,
-        model=model,
-        timeout=timeout,
-        base_url=base_url,
-        save=save,
-        store=store,
-    )
+calibrate = sync_twin_of(acalibrate, "calibrate")
+
+CALIBRATE = ToolDefinition(
+    acalibrate,
+    name="calibrate",
+    title="Calibrate a tool on labelled rows",
+    description=(
+        "Fits a map from a tool's probabilities to what labelled rows show, and stores it by name for that tool, "
+        "question and model.\n\n"
+        f"rows are at least {MIN_ROWS} labelled texts for one question, "
+        '[{"item" or "state": <text>, "answer": true|false}] (an option key for classify; for rerank a row may '
+        "carry its own query, with no question), or a stored example set's name; a yes/no calibration needs "
+        f"{MIN_EACH} of each answer, and about 100 rows make a map worth trusting. The tool (filter, score, rerank "
+        "or classify) answers every row, then a map is picked by five-fold cross-validated log loss (identity, "
+        "platt or isotonic; identity or temperature for classify). before and after give the reliability (ECE, "
+        "Brier, log loss, a ten-bin table) of the model's numbers and of out-of-fold calibrated ones. Afterwards "
+        "pass calibration=<name> to that tool: builtin__filter can then promise target_recall or target_precision, "
+        "and builtin__classify prediction sets at a coverage. A calibration is refused for another tool, question, "
+        "option set or model."
+    ),
+    result=CalibrateOutput,
+    # It stores the calibration under its name, replacing any of that name.
+    read_only=False,
+    destructive=True,
+    command="calibrate",
+    route="/v1/calibrate",
+)

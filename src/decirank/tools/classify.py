@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
 
 from .._jsonpath import to_text
-from .._sync import run_sync, sync_twin
 from ..calibration._guarantees import ConformalSets, conformal_sets
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
@@ -46,10 +47,15 @@ from ._checks import (
     check_optional_text,
     check_probability_threshold,
 )
+from ._definition import Cli, ToolDefinition, Wire, sync_twin_of
+from ._outputs import ToolOutput
+from ._params import BaseUrl, CalibrationParam, ModelParam, OpenUnit, Text, TextsParam, Timeout, examples_param
 
 __all__ = [
+    "CLASSIFY",
     "NONE_KEY",
     "ClassifyDecision",
+    "ClassifyOutput",
     "ClassifyResult",
     "aclassify",
     "check_options",
@@ -157,6 +163,38 @@ def choice_examples(examples: Any, options: Mapping[str, str], field_name: str =
     )
 
 
+class ClassifyDecisionOut(BaseModel):
+    index: int = Field(description="The text's position in the input.")
+    choice: str = Field(description="The chosen option's key (the none text when 'none of these' won).")
+    probability: float
+    probabilities: dict[str, float]
+    prediction_set: list[str] | None = Field(
+        None, description="With coverage: the options that hold the right one at that rate, most probable first."
+    )
+    none_fits: bool | None = Field(
+        None, description="With coverage: true when the set is empty or holds the 'none of these' option."
+    )
+
+
+class CoverageOut(BaseModel):
+    """The conformal threshold ``coverage`` picked from the calibration's labelled rows."""
+
+    coverage: float
+    confidence: float
+    threshold: float = Field(description="An option is in a set when 1 - its model probability is at most this.")
+    calibration_rows: int
+    method: str
+    mean_set_size: float | None
+
+
+class ClassifyOutput(ToolOutput):
+    """The result of classify: one decision per text, in input order."""
+
+    decisions: list[ClassifyDecisionOut]
+    calibration: str | None = Field(None, description="The calibration the probabilities went through.")
+    coverage: CoverageOut | None = Field(None, description="With coverage: the prediction sets' threshold.")
+
+
 def classify_requests(
     texts: Sequence[str], question: str, options: Mapping[str, str], examples: Sequence[Example]
 ) -> list[DecisionRequest]:
@@ -166,18 +204,32 @@ def classify_requests(
 
 
 async def aclassify(
-    texts: Sequence[Any],
-    question: str,
-    options: Sequence[str] | Mapping[str, str],
+    texts: TextsParam,
+    question: Annotated[Text, Field(description="The choice question asked of each text."), Cli(flags=("--question", "-q"))],
+    options: Annotated[
+        Sequence[str] | Mapping[str, str],
+        Wire(
+            Annotated[list[str], Field(min_length=1, max_length=255)]
+            | Annotated[dict[str, str], Field(min_length=1, max_length=255)]
+        ),
+        Field(description="The labels, or an object of label to description (2 to 255 options, none's counted)."),
+        Cli(read="options", metavar="LABELS"),
+    ],
     *,
-    none: str | None = None,
-    examples: Sequence[Any] | str | None = None,
-    model: str = DEFAULT_ROLE,
-    timeout: float | None = None,
-    base_url: str | None = None,
-    calibration: str | Calibration | None = None,
-    coverage: float | None = None,
-    confidence: float | None = None,
+    none: Annotated[Text | None, Field(description=f"Text of a 'none of these' option (key {NONE_KEY}).")] = None,
+    examples: examples_param('"<option key>"') = None,
+    model: ModelParam = DEFAULT_ROLE,
+    timeout: Timeout = None,
+    base_url: BaseUrl = None,
+    calibration: CalibrationParam = None,
+    coverage: Annotated[
+        OpenUnit | None,
+        Field(
+            description="Give each text a prediction set that holds its right option for at least this share of new "
+            "texts, with confidence (conformal, from the calibration's labelled rows). Needs calibration."
+        ),
+    ] = None,
+    confidence: Annotated[OpenUnit | None, Field(description="How sure coverage's promise is; default 0.9.")] = None,
 ) -> ClassifyResult:
     """Pick, for each text, the option of ``options`` that ``question`` asks for.
 
@@ -248,33 +300,23 @@ def _sets_for(calibration: Any, coverage: Any, confidence: Any, batch_size: int)
     return conformal_sets(calibration.scores, level, check_confidence(confidence), batch_size)
 
 
-@sync_twin(aclassify)
-def classify(
-    texts: Sequence[Any],
-    question: str,
-    options: Sequence[str] | Mapping[str, str],
-    *,
-    none: str | None = None,
-    examples: Sequence[Any] | str | None = None,
-    model: str = DEFAULT_ROLE,
-    timeout: float | None = None,
-    base_url: str | None = None,
-    calibration: str | Calibration | None = None,
-    coverage: float | None = None,
-    confidence: float | None = None,
-) -> ClassifyResult:
-    """Sync twin of :func:`aclassify`, which takes the same arguments; use that one in async code."""
-    return run_sync(
-        aclassify,
-        texts,
-        question,
-        options,
-        none=none,
-        examples=examples,
-        model=model,
-        timeout=timeout,
-        base_url=base_url,
-        calibration=calibration,
-        coverage=coverage,
-        confidence=confidence,
-    )
+classify = sync_twin_of(aclassify, "classify")
+
+CLASSIFY = ToolDefinition(
+    aclassify,
+    name="classify",
+    title="Classify texts",
+    description=(
+        "Picks, for each text, the option a question asks for: one choice question per text.\n\n"
+        "Each text is the state of its own choice question over options (a list of labels, or an object of "
+        "label to description), so a text's answer never depends on the other texts. none adds a 'none of "
+        f"these' option whose key is {NONE_KEY}. decisions carries, per text in input order, the chosen key, its "
+        "probability and every option's probability. examples (labelled texts, or a stored example set's name) "
+        "teach a model that learns from them what the options mean. calibration (a builtin__calibrate name) "
+        "makes probabilities calibrated; with it, coverage gives each text a prediction_set that holds its right "
+        "option at that rate on new texts, and none_fits when the set is empty or holds the none option."
+    ),
+    result=ClassifyOutput,
+    command="classify",
+    route="/v1/classify",
+)

@@ -22,12 +22,12 @@ or the name of a stored example set (:mod:`decirank.stores.examples`, whose
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
 
 from .._progress import progress_bar
-from .._sync import run_sync, sync_twin
 from ..calibration._guarantees import Cutoff
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
@@ -45,12 +45,32 @@ from ._checks import (
     check_probability_threshold,
     check_state,
 )
+from ._definition import Cli, ToolDefinition, sync_twin_of
 from ._likelihoods import Likelihoods, TextNote, ask_likelihoods, check_per_call, questions_per_call
+from ._outputs import Notes, ToolOutput
+from ._params import (
+    BaseUrl,
+    CalibrationParam,
+    ConfidenceParam,
+    DescribeParam,
+    FromOne,
+    ItemList,
+    ModelParam,
+    OpenUnit,
+    ShowProgress,
+    StateParam,
+    Text,
+    Timeout,
+    Unit,
+    examples_param,
+)
 from .rank import item_text, option_texts
 
 __all__ = [
     "DEFAULT_MIN_CONFIDENCE",
+    "FILTER",
     "FilterDecision",
+    "FilterOutput",
     "FilterResult",
     "afilter",
     "filter",
@@ -134,6 +154,48 @@ class FilterResult:
         }
 
 
+class FilterDecisionOut(BaseModel):
+    item: Any
+    index: int
+    probability: float = Field(description="The item's probability: the calibrated one when a calibration is named.")
+    raw_probability: float = Field(description="The model's own probability (the same without a calibration).")
+    kept: bool
+
+
+class PromiseOut(BaseModel):
+    """The cut-off a target picked from a calibration's labelled rows, and what it promises on new items."""
+
+    threshold: float | None = Field(description="The cut-off on the model's own probability; null keeps every item.")
+    target_recall: float | None = None
+    target_precision: float | None = None
+    confidence: float
+    method: str
+    calibration_rows: int
+    observed_recall: float = Field(description="The recall on the calibration's labelled rows at this cut-off.")
+    observed_precision: float | None = Field(description="The precision on the labelled rows; null: none kept.")
+    note: str | None = None
+    batch_positives: int | None = Field(
+        None, description="A recall promise: the fewest positives it assumed the batch holds (it holds for them too)."
+    )
+
+
+class FilterOutput(ToolOutput):
+    """The result of filter: the kept items and every item's decision."""
+
+    items: list[Any] = Field(description="The kept items, in input order.")
+    count: int
+    dropped: list[Any] = Field(description="The dropped items, in input order.")
+    dropped_count: int
+    decisions: list[FilterDecisionOut] = Field(
+        description="Every item with its input index, probability, the model's own raw_probability and whether "
+        "it was kept."
+    )
+    min_confidence: float
+    notes: Notes
+    calibration: str | None = Field(None, description="The calibration the probabilities went through.")
+    promise: PromiseOut | None = Field(None, description="With target_recall or target_precision: the promise kept.")
+
+
 def item_question(question: str, item_text: str) -> str:
     """The question asked of one item: the gate's question, then the item it is about."""
     return f"{question}\nItem: {item_text}"
@@ -162,22 +224,41 @@ def item_examples(examples: Any, describe: str | None) -> tuple[Example, ...]:
 
 
 async def afilter(
-    items: Sequence[Any],
-    question: str,
-    state: Any = None,
+    items: Annotated[ItemList, Field(description="The list, usually a template like {{E1.items}}."), Cli(argument=True, read="items")],
+    question: Annotated[Text, Field(description="The yes/no question asked of each item."), Cli(flags=("--question", "-q"))],
+    state: StateParam = None,
     *,
-    min_confidence: float | None = None,
-    describe: str | None = None,
-    model: str = DEFAULT_ROLE,
-    timeout: float | None = None,
-    max_items_per_call: int | None = None,
-    base_url: str | None = None,
-    examples: Sequence[Any] | str | None = None,
-    show_progress: bool = False,
-    calibration: str | Calibration | None = None,
-    target_recall: float | None = None,
-    target_precision: float | None = None,
-    confidence: float | None = None,
+    min_confidence: Annotated[
+        Unit | None,
+        Field(
+            description=f"Keep items at least this likely; default {DEFAULT_MIN_CONFIDENCE:g} (a target picks it "
+            "instead)."
+        ),
+    ] = None,
+    describe: DescribeParam = None,
+    model: ModelParam = DEFAULT_ROLE,
+    timeout: Timeout = None,
+    max_items_per_call: Annotated[
+        FromOne | None,
+        Field(description="Items asked per model call when the model declares no limit."),
+        Cli(flags=("--per-call",)),
+    ] = None,
+    base_url: BaseUrl = None,
+    examples: examples_param("true|false", "items") = None,
+    show_progress: ShowProgress = False,
+    calibration: CalibrationParam = None,
+    target_recall: Annotated[
+        OpenUnit | None,
+        Field(
+            description="Keep at least this share of the yes items, with confidence; the calibration's labelled "
+            "rows pick the cut-off (needs calibration)."
+        ),
+    ] = None,
+    target_precision: Annotated[
+        OpenUnit | None,
+        Field(description="Keep items of which at least this share are yes, with confidence (needs calibration)."),
+    ] = None,
+    confidence: ConfidenceParam = None,
 ) -> FilterResult:
     """Keep the items for which ``question`` is likely true, given ``state`` (optional: none is no context).
 
@@ -293,41 +374,25 @@ def _kept(probability: float, model_probability: float, threshold: float, promis
     return promise.threshold is None or model_probability >= promise.threshold
 
 
-@sync_twin(afilter)
-def filter(  # shadows the builtin on purpose: it is the tool's name, and the builtin is unused here
-    items: Sequence[Any],
-    question: str,
-    state: Any = None,
-    *,
-    min_confidence: float | None = None,
-    describe: str | None = None,
-    model: str = DEFAULT_ROLE,
-    timeout: float | None = None,
-    max_items_per_call: int | None = None,
-    base_url: str | None = None,
-    examples: Sequence[Any] | str | None = None,
-    show_progress: bool = False,
-    calibration: str | Calibration | None = None,
-    target_recall: float | None = None,
-    target_precision: float | None = None,
-    confidence: float | None = None,
-) -> FilterResult:
-    """Sync twin of :func:`afilter`, which takes the same arguments; use that one in async code."""
-    return run_sync(
-        afilter,
-        items,
-        question,
-        state,
-        min_confidence=min_confidence,
-        describe=describe,
-        model=model,
-        timeout=timeout,
-        max_items_per_call=max_items_per_call,
-        base_url=base_url,
-        examples=examples,
-        show_progress=show_progress,
-        calibration=calibration,
-        target_recall=target_recall,
-        target_precision=target_precision,
-        confidence=confidence,
-    )
+filter = sync_twin_of(afilter, "filter")  # shadows the builtin on purpose: it is the tool's name
+
+FILTER = ToolDefinition(
+    afilter,
+    name="filter",
+    title="Filter a list (decide gate)",
+    description=(
+        "Keeps the items for which a yes/no question is likely true: an absolute decision per item, not an "
+        "order.\n\n"
+        "Each item is one likelihood question (the question, then the item's describe field or the whole "
+        "item) asked about state; items whose probability reaches min_confidence (default 0.5) are kept. "
+        "items and dropped keep the input order, and decisions carries every item's probability. An item's "
+        "fate does not depend on the other items; to order a list, use builtin__rank. examples (labelled items, "
+        "or a stored example set's name) teach a model that learns from them what the question means. calibration "
+        "(a builtin__calibrate name) makes probabilities calibrated; with it, target_recall or target_precision "
+        "picks the cut-off from the calibration's labelled rows so that the target holds on new items with "
+        "confidence (default 0.9), and promise says the cut-off and what the labelled rows showed at it."
+    ),
+    result=FilterOutput,
+    command="filter",
+    route="/v1/filter",
+)

@@ -12,18 +12,22 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
 
 from .._jsonpath import MISSING, digest, resolve_dot_path, to_text
-from .._sync import run_sync, sync_twin
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError, LimitExceededError
 from ..types.answers import ChoiceAnswer, Usage
 from ..types.questions import ChoiceQuestion, DecisionRequest
 from ._checks import check_instructions, check_items, check_optional_text, check_state, check_top_k
+from ._definition import Cli, ToolDefinition, sync_twin_of
+from ._outputs import ToolOutput
+from ._params import BaseUrl, DescribeParam, FromOne, ItemList, ModelParam, StateParam, Text, Timeout
 
-__all__ = ["RankResult", "RankedItem", "arank", "rank"]
+__all__ = ["RANK", "RankOutput", "RankResult", "RankedItem", "arank", "rank"]
 
 NONE_KEY = "none"
 
@@ -69,6 +73,23 @@ class RankResult:
             "usage": self.usage.to_dict(),
             "run_id": self.run_id,
         }
+
+
+class RankedItemOut(BaseModel):
+    item: Any
+    index: int = Field(description="The item's position in the input.")
+    probability: float | None = Field(description="Null for items that did not reach the final choice.")
+
+
+class RankOutput(ToolOutput):
+    """The result of rank: the items best first, each with its probability."""
+
+    items: list[Any] = Field(description="The items, highest probability first.")
+    ranked: list[RankedItemOut] = Field(
+        description="Each item with its input index and probability (null: not in the final choice)."
+    )
+    none: float | None = Field(description="The probability of the 'nothing fits' option.")
+    no_fit: bool = Field(description="True when 'nothing fits' beat every item.")
 
 
 @dataclass(frozen=True)
@@ -229,16 +250,16 @@ def build_result(plan: _Plan, outcome: _Round, *, model: str, usage: Usage, run_
 
 
 async def arank(
-    items: Sequence[Any],
-    instructions: str,
-    state: Any = None,
+    items: Annotated[ItemList, Field(description="The list, usually a template like {{E1.results}}"), Cli(argument=True, read="items")],
+    instructions: Annotated[Text, Field(description="The choice question"), Cli(flags=("--instructions", "-i"))],
+    state: StateParam = None,
     *,
-    describe: str | None = None,
-    none: str | None = None,
-    top_k: int | None = None,
-    model: str = DEFAULT_ROLE,
-    timeout: float | None = None,
-    base_url: str | None = None,
+    describe: DescribeParam = None,
+    none: Annotated[Text | None, Field(description="Text of a 'nothing fits' option")] = None,
+    top_k: Annotated[FromOne | None, Field(description="Keep only the best k"), Cli(flags=("--top-k", "-k"))] = None,
+    model: ModelParam = DEFAULT_ROLE,
+    timeout: Timeout = None,
+    base_url: BaseUrl = None,
 ) -> RankResult:
     """Rank ``items`` against ``instructions`` in the context of ``state`` (optional: none is no context).
 
@@ -271,29 +292,28 @@ async def arank(
     return result
 
 
-@sync_twin(arank)
-def rank(
-    items: Sequence[Any],
-    instructions: str,
-    state: Any = None,
-    *,
-    describe: str | None = None,
-    none: str | None = None,
-    top_k: int | None = None,
-    model: str = DEFAULT_ROLE,
-    timeout: float | None = None,
-    base_url: str | None = None,
-) -> RankResult:
-    """Sync twin of :func:`arank`, which takes the same arguments; use that one in async code."""
-    return run_sync(
-        arank,
-        items,
-        instructions,
-        state,
-        describe=describe,
-        none=none,
-        top_k=top_k,
-        model=model,
-        timeout=timeout,
-        base_url=base_url,
-    )
+rank = sync_twin_of(arank, "rank")
+
+RANK = ToolDefinition(
+    arank,
+    name="rank",
+    title="Rank a list",
+    description=(
+        "Ranks a whole list against a question in one decision-model call.\n\n"
+        "The items become the options of one choice question, state is the context they're judged against, "
+        "and instructions is the question. Each option shows the item's describe field, or the whole item "
+        "when describe is absent. items is the list sorted by probability, highest first, and ranked pairs "
+        "each item with its probability; both are cut to top_k. Options are shown in a shuffled order seeded "
+        "from the items, so the same list ranks the same way on a rerun. none adds a 'nothing fits' option: "
+        "its probability comes back as none, and no_fit is true when it beats every item. Lists over 254 "
+        "items are ranked in chunks sent together whose best meet in a final choice; items that don't reach "
+        "the final follow the finalists with a null probability. Needs a decision model role, decider by "
+        "default.\n\n"
+        "Use it to rerank search results, candidates or options against a question: one call instead of one "
+        "per item, and no LLM. Keep state to what the question needs: the question and its context, not the "
+        "items. For an absolute yes or no per item rather than an order, use builtin__filter."
+    ),
+    result=RankOutput,
+    command="rank",
+    route="/v1/rank",
+)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
 
 from .._progress import progress_bar
-from .._sync import run_sync, sync_twin
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
@@ -21,13 +22,18 @@ from ..stores.calibrations import Calibration
 from ..types.answers import Usage
 from ._calibrated import calibrated, check_answered, check_model, load_calibration
 from ._checks import check_instructions, check_items, check_no_blank, check_probability_threshold, check_top_k
+from ._definition import Cli, Offered, ToolDefinition, Wire, sync_twin_of
 from ._likelihoods import Likelihoods, TextNote, ask_likelihoods, check_per_call, questions_per_call
+from ._outputs import Notes, ToolOutput
+from ._params import BaseUrl, CalibrationParam, FromOne, FromZero, ItemList, ModelParam, ShowProgress, Text, Unit
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "PER_DOCUMENT_TIMEOUT",
     "QUESTION_PREFIX",
+    "RERANK",
     "AutoTimeout",
+    "RerankOutput",
     "RerankResult",
     "RerankedDocument",
     "arerank",
@@ -99,6 +105,21 @@ class RerankResult:
         }
 
 
+class RerankedDocumentOut(BaseModel):
+    id: Any = Field(description="The document's own id, else its position in the input.")
+    document: Any = Field(description="The document as it was given.")
+    relevance_score: float
+    rank: int = Field(description="1 for the most relevant document.")
+
+
+class RerankOutput(ToolOutput):
+    """The result of rerank: the documents, most relevant first."""
+
+    results: list[RerankedDocumentOut] = Field(description="The documents, most relevant first.")
+    notes: Notes
+    calibration: str | None = Field(None, description="The calibration the relevance scores went through.")
+
+
 @dataclass(frozen=True)
 class _Document:
     id: Any
@@ -136,17 +157,36 @@ def order_results(
 
 
 async def arerank(
-    query: str,
-    documents: Sequence[Any],
+    query: Annotated[Text, Field(description="The request the documents are scored against."), Cli(flags=("--query", "-q"))],
+    documents: Annotated[
+        ItemList,
+        Wire(list[str | dict[str, Any]]),
+        Field(description='Strings, or objects {id, text, metadata}; a string\'s id is its position.'),
+        Cli(argument=True, read="items", metavar="DOCUMENTS"),
+    ],
     *,
-    top_k: int | None = None,
-    min_relevance: float | None = None,
-    model: str = DEFAULT_ROLE,
-    timeout: float | AutoTimeout | None = "auto",
-    max_documents_per_call: int | None = None,
-    base_url: str | None = None,
-    show_progress: bool = False,
-    calibration: str | Calibration | None = None,
+    top_k: Annotated[
+        FromZero | None, Field(description="Keep only the best k; 0 or none keeps all."), Cli(flags=("--top-k", "-k"))
+    ] = None,
+    min_relevance: Annotated[
+        Unit | None,
+        Field(description="Drop documents scored below this (calibrated, with a calibration)."),
+    ] = None,
+    model: ModelParam = DEFAULT_ROLE,
+    timeout: Annotated[
+        float | AutoTimeout | None,
+        Wire(float | None),
+        Field(gt=0, description="Time budget in seconds for the whole rerank (default: 15 s plus 20 ms per document)."),
+        Offered.not_on(mcp="an agent's call runs under the MCP server's own budget"),
+    ] = "auto",
+    max_documents_per_call: Annotated[
+        FromOne | None,
+        Field(description="Documents per model call when the model declares no limit."),
+        Cli(flags=("--per-call",)),
+    ] = None,
+    base_url: BaseUrl = None,
+    show_progress: ShowProgress = False,
+    calibration: CalibrationParam = None,
 ) -> RerankResult:
     """Score each document's relevance to ``query`` and sort by it.
 
@@ -194,31 +234,23 @@ async def arerank(
         return RerankResult(results, call.answered_by, call.usage, call.run_id, answered.notes, name)
 
 
-@sync_twin(arerank)
-def rerank(
-    query: str,
-    documents: Sequence[Any],
-    *,
-    top_k: int | None = None,
-    min_relevance: float | None = None,
-    model: str = DEFAULT_ROLE,
-    timeout: float | AutoTimeout | None = "auto",
-    max_documents_per_call: int | None = None,
-    base_url: str | None = None,
-    show_progress: bool = False,
-    calibration: str | Calibration | None = None,
-) -> RerankResult:
-    """Sync twin of :func:`arerank`, which takes the same arguments; use that one in async code."""
-    return run_sync(
-        arerank,
-        query,
-        documents,
-        top_k=top_k,
-        min_relevance=min_relevance,
-        model=model,
-        timeout=timeout,
-        max_documents_per_call=max_documents_per_call,
-        base_url=base_url,
-        show_progress=show_progress,
-        calibration=calibration,
-    )
+rerank = sync_twin_of(arerank, "rerank")
+
+RERANK = ToolDefinition(
+    arerank,
+    name="rerank",
+    title="Rerank documents by relevance",
+    description=(
+        "Scores each document's relevance to a query with one likelihood question per document, and sorts "
+        "by it.\n\n"
+        "Each document's relevance_score is the probability that it bears on the query. Documents with equal "
+        "scores keep their input order. Large lists are split across parallel calls that share one time budget; "
+        "a failed call or a missing answer fails the whole rerank, and no score is ever invented. Scores are "
+        "probabilities of relevance and run low: keep the best few with top_k rather than a fixed cut-off, or "
+        "calibrate (builtin__calibrate) and pass calibration to make relevance scores, and min_relevance, "
+        "calibrated. notes lists documents cut short or not in English."
+    ),
+    result=RerankOutput,
+    command="rerank",
+    route="/v1/rerank",
+)

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from .._jsonpath import to_text
-from .._sync import run_sync, sync_twin
 from ..backends.base import Backend
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
@@ -51,9 +52,12 @@ from ._checks import (
     check_no_blank,
     check_optional_text,
 )
+from ._definition import Cli, ToolDefinition, sync_twin_of
 from ._likelihoods import TextNote, notes_of, questions_per_call
+from ._outputs import Notes, ToolOutput
+from ._params import BaseUrl, CalibrationParam, FromOne, ModelParam, Text, TextsParam, Timeout, examples_param
 
-__all__ = ["DEFAULT_MAX_CONCURRENCY", "ScoreResult", "ascore", "likelihood_examples", "score"]
+__all__ = ["DEFAULT_MAX_CONCURRENCY", "SCORE", "ScoreOutput", "ScoreResult", "ascore", "likelihood_examples", "score"]
 
 QUESTION_ID = "score"
 #: The label of the block a text is asked in, where the texts go inside questions.
@@ -90,6 +94,15 @@ class ScoreResult:
         }
 
 
+class ScoreOutput(ToolOutput):
+    """The result of score: one probability per text, in input order."""
+
+    probabilities: list[float] = Field(description="Each text's probability, in input order (calibrated, with one).")
+    raw_probabilities: list[float] = Field(description="The model's own probabilities (the same without one).")
+    notes: Notes
+    calibration: str | None = Field(None, description="The calibration the probabilities went through.")
+
+
 def likelihood_examples(examples: Any, field_name: str = "examples") -> tuple[Example, ...]:
     """``[{"item" or "state": <text>, "answer": true/false}]`` (or Examples, or a stored set's name) as Examples."""
     return check_examples(
@@ -98,17 +111,23 @@ def likelihood_examples(examples: Any, field_name: str = "examples") -> tuple[Ex
 
 
 async def ascore(
-    texts: Sequence[Any],
-    question: str,
+    texts: TextsParam,
+    question: Annotated[Text, Field(description="The yes/no question asked of each text."), Cli(flags=("--question", "-q"))],
     *,
-    true: str | None = None,
-    false: str | None = None,
-    examples: Sequence[Any] | str | None = None,
-    model: str = DEFAULT_ROLE,
-    timeout: float | None = None,
-    base_url: str | None = None,
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-    calibration: str | Calibration | None = None,
+    true: Annotated[Text | None, Field(description="What a yes means.")] = None,
+    false: Annotated[Text | None, Field(description="What a no means.")] = None,
+    examples: examples_param("true|false") = None,
+    model: ModelParam = DEFAULT_ROLE,
+    timeout: Timeout = None,
+    base_url: BaseUrl = None,
+    max_concurrency: Annotated[
+        FromOne,
+        Field(
+            description="Requests in flight at once where each text is its own request (a hosted model); the "
+            "embedded model takes many texts a call."
+        ),
+    ] = DEFAULT_MAX_CONCURRENCY,
+    calibration: CalibrationParam = None,
 ) -> ScoreResult:
     """The probability that ``question`` is true of each text (strings; anything else as canonical JSON).
 
@@ -196,31 +215,22 @@ def _texts_in_questions(chain: Sequence[Backend], question: str, texts: Sequence
     return found
 
 
-@sync_twin(ascore)
-def score(
-    texts: Sequence[Any],
-    question: str,
-    *,
-    true: str | None = None,
-    false: str | None = None,
-    examples: Sequence[Any] | str | None = None,
-    model: str = DEFAULT_ROLE,
-    timeout: float | None = None,
-    base_url: str | None = None,
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-    calibration: str | Calibration | None = None,
-) -> ScoreResult:
-    """Sync twin of :func:`ascore`, which takes the same arguments; use that one in async code."""
-    return run_sync(
-        ascore,
-        texts,
-        question,
-        true=true,
-        false=false,
-        examples=examples,
-        model=model,
-        timeout=timeout,
-        base_url=base_url,
-        max_concurrency=max_concurrency,
-        calibration=calibration,
-    )
+score = sync_twin_of(ascore, "score")
+
+SCORE = ToolDefinition(
+    ascore,
+    name="score",
+    title="Score texts with a yes/no question",
+    description=(
+        "The probability that a yes/no question is true of each text: one likelihood question per text.\n\n"
+        "Each text is the state its question is asked about ('Is this review positive?' of every review); "
+        "true and false optionally say what each answer means. probabilities are in input order, and a text's "
+        "score never depends on the other texts. Unlike builtin__filter, which asks about one state with each "
+        "item inside the question, this asks about each text itself. examples (labelled texts, or a stored "
+        "example set's name) teach a model that learns from them what the question means. calibration (a "
+        "builtin__calibrate name) makes probabilities calibrated; raw_probabilities keeps the model's."
+    ),
+    result=ScoreOutput,
+    command="score",
+    route="/v1/score",
+)

@@ -23,17 +23,19 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
-
-from .._sync import run_sync, sync_twin
+from pydantic import BaseModel, Field
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall, check_timeout, gather
 from ..errors import InvalidInputError
 from ..stores.artifacts import ArtifactStore, Stamp, check_ref
 from ..types.answers import Usage
 from ._checks import check_count, check_top_k
+from ._definition import Offered, ToolDefinition, Wire, sync_twin_of
+from ._outputs import UsageOut
+from ._params import BaseUrl, FromOne, FromZero, Text, Timeout
 from ._evaluators import (
     DEFAULT_EXEC_TIMEOUT,
     Evaluation,
@@ -45,6 +47,8 @@ from ._evaluators import (
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
+    "SCORE_LIST",
+    "ScoreListOutput",
     "ScoreListResult",
     "ScoredRef",
     "Verdict",
@@ -226,18 +230,50 @@ async def _evaluate_all(
 
 
 async def ascore_list(
-    refs: Any,
-    evaluator: str,
+    refs: Annotated[
+        Any,
+        Wire(list[str | dict[str, Any]] | str),
+        Field(
+            description='Refs "run_id/agent_id", or {"ref": ...} objects, or that array as a JSON string; both '
+            "forms are accepted."
+        ),
+    ],
+    evaluator: Annotated[
+        Text, Field(description="Scoring directive: validate:<type>, score:<criterion>, or exec:<cmd>.")
+    ],
     *,
-    top_k: int = 0,
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-    model: str = DEFAULT_ROLE,
-    store: ArtifactStore | None = None,
-    exec_timeout: float = DEFAULT_EXEC_TIMEOUT,
-    timeout: float | None = None,
-    base_url: str | None = None,
-    on_progress: Callable[[], None] | None = None,
-    allow_exec: bool = True,
+    top_k: Annotated[
+        FromZero,
+        Field(description="How many top-scoring refs to surface as winners; 0 means rank-only, no pruning."),
+    ] = 0,
+    max_concurrency: Annotated[
+        FromOne, Field(description=f"Upper bound on parallel evaluator calls (default: {DEFAULT_MAX_CONCURRENCY}).")
+    ] = DEFAULT_MAX_CONCURRENCY,
+    model: Annotated[
+        str | None, Field(description="The decision model role for score: and validate:; default decider.")
+    ] = DEFAULT_ROLE,
+    store: Annotated[
+        ArtifactStore | None,
+        Field(description="The artifact store; default: the user's."),
+        Offered.python_only("a surface reads its own user folder's artifact store"),
+    ] = None,
+    exec_timeout: Annotated[
+        float,
+        Field(gt=0, description="Seconds each exec: run may take."),
+        Offered.python_only("a server bounds exec: runs itself"),
+    ] = DEFAULT_EXEC_TIMEOUT,
+    timeout: Timeout = None,
+    base_url: BaseUrl = None,
+    on_progress: Annotated[
+        Callable[[], None] | None,
+        Field(description="Called once per ref scored."),
+        Offered.python_only("a callback, which no wire can carry"),
+    ] = None,
+    allow_exec: Annotated[
+        bool,
+        Field(description="Whether exec: evaluators (shell commands) may run."),
+        Offered.python_only("the operator decides it (--allow-exec), never the caller"),
+    ] = True,
 ) -> ScoreListResult:
     """Score the artifacts under ``refs`` with ``evaluator`` and rank them; keep the best ``top_k``.
 
@@ -293,33 +329,51 @@ async def ascore_list(
     return ScoreListResult(run_id, evaluator, kept or 0, ranked, answered_by, usage)
 
 
-@sync_twin(ascore_list)
-def score_list(
-    refs: Any,
-    evaluator: str,
-    *,
-    top_k: int = 0,
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-    model: str = DEFAULT_ROLE,
-    store: ArtifactStore | None = None,
-    exec_timeout: float = DEFAULT_EXEC_TIMEOUT,
-    timeout: float | None = None,
-    base_url: str | None = None,
-    on_progress: Callable[[], None] | None = None,
-    allow_exec: bool = True,
-) -> ScoreListResult:
-    """Sync twin of :func:`ascore_list`, which takes the same arguments; use that one in async code."""
-    return run_sync(
-        ascore_list,
-        refs,
-        evaluator,
-        top_k=top_k,
-        max_concurrency=max_concurrency,
-        model=model,
-        store=store,
-        exec_timeout=exec_timeout,
-        timeout=timeout,
-        base_url=base_url,
-        on_progress=on_progress,
-        allow_exec=allow_exec,
-    )
+score_list = sync_twin_of(ascore_list, "score_list")
+
+
+class ScoredRefOut(BaseModel):
+    rank: int
+    ref: str
+    score: float | None
+    verdict: Verdict
+    issues: list[str]
+    reason: str
+    pruned: bool
+
+
+class ScoreListOutput(BaseModel):
+    """The result of score_list: every ref ranked, and the winners."""
+
+    run_id: str = Field(description="This scoring run; every stamp carries it.")
+    evaluator: str
+    total: int = Field(description="How many refs were scored.")
+    top_k: int
+    winners: list[str] = Field(description="The winning refs, best first.")
+    ranked: list[ScoredRefOut] = Field(description="The full per-ref trace, best first.")
+    model: str | None = Field(None, description="The model(s) that answered, for score: and validate:.")
+    usage: UsageOut
+
+
+SCORE_LIST = ToolDefinition(
+    ascore_list,
+    name="score_list",
+    title="Score and rank stored artifacts",
+    description=(
+        "Rank a list of existing refs by scoring with an evaluator, returning the top-k winners. Avoids "
+        "parameter size limits by resolving artifacts server-side.\n\n"
+        "For 'generate N candidates, then pick the best' pipelines where the N candidates already exist as "
+        "refs (run_id/agent_id) in the artifact store: refs are resolved to their artifact text server-side, "
+        "so callers never pipe artifact text through tool parameters. Evaluators: validate:<type> (a "
+        "registered type: built-in json, python, yaml checks, or a user type judged by the decision model), "
+        "score:<criterion> (a graded decision-model score) and exec:<shell-cmd> (ground truth: exit status 0 "
+        "scores 1.0; {artifact} is the artifact file's quoted path, also in $ARTIFACT). Each ref is stamped "
+        "in the store with its score and beam_rank; refs outside the top-k are marked pruned with a reason "
+        "pointing at the cut. top_k=0 returns all without pruning. A missing ref is UNKNOWN, not an error."
+    ),
+    result=ScoreListOutput,
+    # Scoring stamps every ref in the artifact store.
+    read_only=False,
+    command="score-list",
+    route="/v1/score_list",
+)
