@@ -10,21 +10,50 @@ with its aliases expanded (without expanding them), and builds it only when
 it is within :data:`MAX_EXPANDED_NODES` values and
 :data:`~decirank._jsonpath.MAX_NESTING` levels, so a hostile file is refused
 as soon as it is read.
+
+Size and time are bounded too. A text over :data:`MAX_YAML_CHARS` is not
+read at all. The reader is PyYAML's pure-Python one, which checks a
+deadline (default :data:`MAX_YAML_SECONDS`) between tokens, nodes and
+values, so a slow document stops where it is, in whatever thread reads it,
+with :class:`YamlLimit`; and no single value may take long: a sexagesimal
+integer (``1:0:0:...``, YAML 1.1's base 60) is built by a loop of big-number
+products, about a quarter of a minute for 800 KB of them, so one of more
+than :data:`MAX_SEXAGESIMAL_PARTS` parts is refused as Python refuses a
+decimal integer of more than 4,300 digits.
 """
 
 from __future__ import annotations
 
+import math
 import sys
+import time
 from typing import Any
 
 import yaml
 
 from ._jsonpath import MAX_NESTING
 
-__all__ = ["MAX_EXPANDED_NODES", "YamlProblem", "load_yaml", "yaml_problem"]
+__all__ = [
+    "MAX_EXPANDED_NODES",
+    "MAX_SEXAGESIMAL_PARTS",
+    "MAX_YAML_CHARS",
+    "MAX_YAML_SECONDS",
+    "YamlLimit",
+    "YamlProblem",
+    "load_yaml",
+    "yaml_problem",
+]
 
 #: The most values a document may hold once its aliases are expanded.
 MAX_EXPANDED_NODES = 100_000
+#: The longest text read as YAML, the server's body limit: the deadline is checked between tokens, and one
+#: token this long (a plain scalar of 4 MiB) takes about 2 s to scan.
+MAX_YAML_CHARS = 4 * 1024 * 1024
+#: Seconds a text may take to read when its caller gives no other limit (a plan file reads in milliseconds).
+MAX_YAML_SECONDS = 10.0
+#: The most ``:``-separated parts of a base-60 integer: 60**2400 has about as many digits (4,267) as
+#: Python converts from a decimal string by default (4,300), and builds in milliseconds.
+MAX_SEXAGESIMAL_PARTS = 2_400
 
 
 class YamlProblem(ValueError):
@@ -35,11 +64,64 @@ class YamlProblem(ValueError):
         self.problem = problem
 
 
+class YamlLimit(YamlProblem):
+    """The text is over a size or time limit of the reader: it was not read to the end, so not judged.
+
+    ``timed_out`` tells the time limit from the size limit.
+    """
+
+    def __init__(self, problem: str, *, timed_out: bool = False) -> None:
+        super().__init__(problem)
+        self.timed_out = timed_out
+
+
+class _GuardedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that stops at ``deadline`` (``time.monotonic()``) and refuses a base-60 integer of
+    more than :data:`MAX_SEXAGESIMAL_PARTS` parts."""
+
+    def __init__(self, text: str, deadline: float, seconds: float) -> None:
+        super().__init__(text)
+        self._deadline = deadline
+        self._seconds = seconds
+
+    def _on_time(self) -> None:
+        if time.monotonic() > self._deadline:
+            raise YamlLimit(f"not read within {self._seconds:g} s, the time limit for reading it", timed_out=True)
+
+    # The three loops a document's reading goes through: tokens, nodes, values.
+    def fetch_more_tokens(self) -> None:
+        self._on_time()
+        super().fetch_more_tokens()
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._on_time()
+        return super().compose_node(parent, index)
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        self._on_time()
+        return super().construct_object(node, deep=deep)
+
+    def construct_yaml_int(self, node: Any) -> int:
+        value = self.construct_scalar(node)
+        if isinstance(value, str) and value.count(":") >= MAX_SEXAGESIMAL_PARTS:
+            raise ValueError(
+                f"a base-60 number has more than {MAX_SEXAGESIMAL_PARTS} ':'-separated parts "
+                f"(over {math.floor(MAX_SEXAGESIMAL_PARTS * math.log10(60))} digits)"
+            )
+        return super().construct_yaml_int(node)
+
+
+_GuardedLoader.add_constructor("tag:yaml.org,2002:int", _GuardedLoader.construct_yaml_int)
+
+
 def yaml_problem(error: yaml.YAMLError) -> str:
     """Where and what PyYAML found wrong, on one line: `` at line 3: found unexpected end of stream``."""
     mark = getattr(error, "problem_mark", None)
     where = f" at line {mark.line + 1}" if mark is not None else ""
+    context = getattr(error, "context", None)
     problem = getattr(error, "problem", None) or " ".join(str(error).split())
+    if context and getattr(error, "problem", None):
+        problem = f"{context}: {problem}"
     return f"{where}: {problem}"
 
 
@@ -69,34 +151,51 @@ def _expanded_size(root: yaml.Node) -> tuple[int, int]:
     return sizes[id(root)]
 
 
-def _check(root: yaml.Node) -> None:
+def _check(root: yaml.Node, max_values: int | None, max_nesting: int | None) -> None:
+    if max_values is None and max_nesting is None:
+        return
     size, depth = _expanded_size(root)
-    if size > MAX_EXPANDED_NODES:
-        raise YamlProblem(f"expected at most {MAX_EXPANDED_NODES} values with its aliases expanded; it holds more")
-    if depth > MAX_NESTING:
-        raise YamlProblem(f"expected at most {MAX_NESTING} levels of nesting; it nests deeper")
+    if max_values is not None and size > max_values:
+        raise YamlProblem(f"expected at most {max_values} values with its aliases expanded; it holds more")
+    if max_nesting is not None and depth > max_nesting:
+        raise YamlProblem(f"expected at most {max_nesting} levels of nesting; it nests deeper")
 
 
-def load_yaml(text: str, *, what_is_wrong: str = "not valid YAML", every_document: bool = False) -> Any:
+def load_yaml(
+    text: str,
+    *,
+    what_is_wrong: str = "not valid YAML",
+    every_document: bool = False,
+    timeout: float = MAX_YAML_SECONDS,
+    max_values: int | None = MAX_EXPANDED_NODES,
+    max_nesting: int | None = MAX_NESTING,
+) -> Any:
     """The document ``text`` holds (a list of them with ``every_document``), or :class:`YamlProblem`.
 
     ``what_is_wrong`` starts the problem of a text that does not parse (``'plan.yaml' is not valid YAML``);
-    a text over the limits is refused with a problem stating the limit.
+    a text over the limits is refused with a problem stating the limit: :class:`YamlLimit` when it is over
+    :data:`MAX_YAML_CHARS` or was not read within ``timeout`` seconds. ``max_values`` and ``max_nesting``
+    bound what the caller will walk; None leaves that bound out, for a caller that only asks whether the
+    text parses (the document is built either way without expanding an alias).
     """
-    loader = yaml.SafeLoader(text)
+    if len(text) > MAX_YAML_CHARS:
+        raise YamlLimit(f"{what_is_wrong}: expected at most {MAX_YAML_CHARS} characters; it has {len(text)}")
+    loader = _GuardedLoader(text, time.monotonic() + timeout, timeout)
     try:
         if every_document:
             documents = []
             while loader.check_node():
                 root = loader.get_node()
-                _check(root)
+                _check(root, max_values, max_nesting)
                 documents.append(loader.construct_document(root))
             return documents
         root = loader.get_single_node()
         if root is None:
             return None
-        _check(root)
+        _check(root, max_values, max_nesting)
         return loader.construct_document(root)
+    except YamlLimit as limit:
+        raise YamlLimit(f"{what_is_wrong}: {limit.problem}", timed_out=limit.timed_out) from None
     except yaml.YAMLError as error:
         raise YamlProblem(f"{what_is_wrong}{yaml_problem(error)}") from None
     except RecursionError:
