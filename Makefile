@@ -8,9 +8,9 @@ DATA ?= ../shared/data/trec-dl19
 # Labelled decisions that are not retrieval (Banking77 intents, SST-2 sentiment), {"text", "label"} per line.
 DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
-EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray
+EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray,docs
 
-.PHONY: install install-core demo test bench bench-labels bench-calibration bench-decisions train-model train-reader train-teacher bench-serve bench-replicas bench-batch check-data clean
+.PHONY: install install-core demo test docs bench bench-labels bench-calibration bench-decisions train-model train-reader train-teacher bench-serve bench-replicas bench-batch check-data clean
 
 install: $(VENV)/.installed
 install-core: $(VENV)/.installed-core
@@ -40,6 +40,10 @@ test: install
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || test -n "$$DECIRANK_TEST_BROWSER" || \
 		echo "make test: no Chromium, so the page's browser tests will skip; apt-get install chromium to run them" >&2
 	$(BIN)/python -m pytest -q
+
+# The documentation site, from docs/ and the docstrings; --strict fails on a broken link or reference.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
 
 bench: install check-data bench-labels bench-calibration
 	$(BIN)/python benchmarks/single_decision.py

@@ -1,9 +1,11 @@
-"""Every shell and Python block of the README runs as written, as a reader would run it.
+"""Every shell and Python block of the README and of ``docs/`` runs as written, as a reader would run it.
 
-Each ```sh and ```python block is one test, run in a subprocess in a working folder that holds
-``examples/``, where the files the README's commands name are (``examples/items.json``, ...).
-The blocks share one user folder (``DECIRANK_HOME``), in document order, so a block may use what
-an earlier one stored; the default role is ``lexical`` there, so no block waits on a model load.
+Each ```sh and ```python block of ``README.md`` and of every ``docs/**/*.md`` is one test (its id is
+``FILE:LINE-LANGUAGE``), run in a subprocess in a working folder that holds ``examples/``, where the
+files the commands name are (``examples/items.json``, ...). The blocks of one file share one user
+folder (``DECIRANK_HOME``), in document order, so a block may use what an earlier one of the same
+file stored, and a page never depends on another page having run first; the default role is
+``lexical`` there, so no block waits on a model load.
 
 A file a block names that is not there yet goes in ``examples/``, so a reader has it too. An HTML comment on
 the line just above a block says how to run it:
@@ -40,6 +42,8 @@ from tests.loopback import free_port, subprocess_server
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: The README first, then the documentation pages in path order (a page's blocks stay in document order).
+DOCUMENTS = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 RUN_LANGUAGES = {"sh": "sh", "bash": "sh", "python": "python"}
 DIRECTIVE = re.compile(r"<!--\s*(?P<kind>[a-z-]+):\s*(?P<text>.*?)\s*-->")
 SERVERS = ("decirank serve", "sparrow-decider serve")
@@ -48,6 +52,8 @@ DEFAULT_PORT = "127.0.0.1:8000"
 
 @dataclass(frozen=True)
 class Block:
+    #: The file, relative to the checkout (``README.md``, ``docs/tools.md``): the blocks of one file share a user folder.
+    source: str
     line: int
     language: str
     code: str
@@ -58,11 +64,11 @@ class Block:
 
     @property
     def id(self) -> str:
-        return f"README.md:{self.line}-{self.language}"
+        return f"{self.source}:{self.line}-{self.language}"
 
 
-def readme_blocks(text: str) -> list[Block]:
-    """The fenced blocks of ``text`` in the languages the test runs, each with its directive."""
+def readme_blocks(text: str, source: str = "README.md") -> list[Block]:
+    """The fenced blocks of ``text`` (the file ``source``) in the languages the test runs, each with its directive."""
     lines = text.splitlines()
     blocks: list[Block] = []
     toml_above = None
@@ -81,12 +87,16 @@ def readme_blocks(text: str) -> list[Block]:
             above = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].strip()), "")
             found = DIRECTIVE.fullmatch(above.strip())
             directive = (found["kind"], found["text"]) if found else None
-            blocks.append(Block(start + 1, RUN_LANGUAGES[language], code, directive, toml_above))
+            blocks.append(Block(source, start + 1, RUN_LANGUAGES[language], code, directive, toml_above))
         index = end + 1
     return blocks
 
 
-BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+BLOCKS = [
+    block
+    for document in DOCUMENTS
+    for block in readme_blocks(document.read_text(encoding="utf-8"), document.relative_to(ROOT).as_posix())
+]
 
 
 def test_the_extraction_finds_blocks_and_their_directives():
@@ -105,8 +115,15 @@ def test_the_extraction_finds_blocks_and_their_directives():
     assert (second.language, second.directive) == ("python", None)
 
 
+def test_blocks_come_from_the_readme_and_the_docs():
+    """The README and the documentation pages both have blocks, each test named by its file and line."""
+    sources = {block.source for block in BLOCKS}
+    assert "README.md" in sources and any(source.startswith("docs/") for source in sources), sources
+    assert len({block.id for block in BLOCKS}) == len(BLOCKS)
+
+
 def test_every_directive_is_known_and_says_why():
-    """A README directive is not-run with a reason or run-with a known server, so a typo cannot skip a block."""
+    """A directive is not-run with a reason or run-with a known server, so a typo cannot skip a block."""
     assert len(BLOCKS) >= 10
     for block in BLOCKS:
         if block.directive is None:
@@ -161,16 +178,24 @@ def test_pip_lines_are_checked():
 
 
 def _write_files(folder: Path) -> None:
-    """The files the README's commands name: ``examples/``, shipped with the checkout, as a reader has it."""
+    """The files the blocks' commands name: ``examples/``, shipped with the checkout, as a reader has it."""
     (folder / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory) -> dict[str, Path]:
-    """A working folder with the README's files, and the user folder every block shares."""
-    folder = tmp_path_factory.mktemp("readme")
-    _write_files(folder)
-    return {"folder": folder, "home": tmp_path_factory.mktemp("readme-home")}
+def workspaces(tmp_path_factory) -> dict[str, dict[str, Path]]:
+    """Per file, made when its first block runs: a working folder with the files, and the user folder its blocks share."""
+    return {}
+
+
+@pytest.fixture
+def workspace(block: Block, workspaces, tmp_path_factory) -> dict[str, Path]:
+    """The working folder and the user folder of ``block``'s file."""
+    if block.source not in workspaces:
+        folder = tmp_path_factory.mktemp("blocks")
+        _write_files(folder)
+        workspaces[block.source] = {"folder": folder, "home": tmp_path_factory.mktemp("blocks-home")}
+    return workspaces[block.source]
 
 
 def _environment(home: Path, *, default_role: str | None) -> dict[str, str]:
@@ -256,6 +281,6 @@ def test_readme_block_runs(block: Block, workspace, tmp_path):
 
 
 def code_port(code: str) -> str:
-    """The ``127.0.0.1:PORT`` a block's code was given (its server's), else the README's default."""
+    """The ``127.0.0.1:PORT`` a block's code was given (its server's), else the documents' default."""
     found = re.search(r"127\.0\.0\.1:\d+", code)
     return found.group(0) if found else DEFAULT_PORT
