@@ -8,6 +8,7 @@ only a later ``make docs``. Its code blocks are run by ``tests/test_readme.py``.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +38,13 @@ def test_the_site_builds_strictly(tmp_path):
         assert (built / page).is_file(), page
     # The reference is generated, not left empty: a tool's entry is there under its own anchor.
     assert 'id="decirank.arank"' in (built / "api" / "index.html").read_text()
+
+
+def test_the_readme_links_to_pages_that_exist():
+    """The README is read on its own (a repository's front page), outside the site: its relative links must hold."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)\)", readme)
+    relative = [target.split("#")[0] for target in targets if not re.match(r"[a-z]+:", target)]
+    assert relative, "the README links to no documentation page"
+    missing = [target for target in relative if target and not (ROOT / target).exists()]
+    assert missing == []
