@@ -21,8 +21,13 @@ The subreaper runs as the command's own user, so the command can kill or
 stop it (``kill -9 $PPID``); what it started would then be reparented to
 init, out of reach. A server (``decirank serve``, ``decirank mcp``) closes
 that gap with :func:`adopt_orphans`: it becomes the subreaper above them, so
-such orphans come to it, and every command's end kills each child of the
-server that is not a running command's subreaper before the call returns. A
+such orphans come to it, and every command's end kills, before the call
+returns, every process left in the command's session (each command's
+subreaper leads a session of its own) and the whole tree below each child of
+the server that is not a running command's subreaper: all of them in one
+pass, however deep the chain, not one level at a time. That sweep runs in a
+worker thread, never on the event loop, so a thousand processes to end hold
+up no other request. A
 stopped subreaper is sent SIGCONT with its SIGTERM, and killed outright
 after :data:`STOP_GRACE_SECONDS`. Without it (the Python API, where the
 caller's process may have children of its own), the guarantee is the
@@ -45,6 +50,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +60,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from ...decisions.toolcall import ToolCall
-from ._reaper import PR_SET_CHILD_SUBREAPER, _parents
+from ._reaper import PR_SET_CHILD_SUBREAPER
 from .base import Evaluation, Evaluator, Verdict, strip_code_fence
 
 __all__ = [
@@ -147,8 +154,15 @@ _RUNNING: set[anyio.CancelScope] = set()
 _adopting = False
 #: The subreapers running commands now, which the sweep of orphans leaves alone.
 _REAPERS: set[int] = set()
-#: Commands being started: a subreaper forked but not yet in :data:`_REAPERS` is not an orphan.
-_starting = 0
+#: Held while a subreaper is started and registered, and while the sweep looks for orphans and kills them:
+#: a subreaper just forked, not yet in :data:`_REAPERS`, is never taken for an orphan.
+_SPAWNING = threading.Lock()
+#: The sessions of commands that have ended (a subreaper's pid is its session's id), whose processes the
+#: sweep kills. Linux gives no new process a pid that still names a live session, so an id here names no
+#: other process's session while any process is left in it; it is dropped once none is.
+_ENDED_SESSIONS: set[int] = set()
+#: The most seconds one sweep goes on killing, should processes keep forking faster than they die.
+SWEEP_SECONDS = 10.0
 
 
 def adopt_orphans() -> bool:
@@ -168,32 +182,76 @@ def adopt_orphans() -> bool:
     return _adopting
 
 
-def _end_orphans() -> None:
-    """Kill and reap every child of this process that is not a running command's subreaper, until none is left.
+def _process_table() -> dict[int, tuple[int, int, bool]]:
+    """Every process's parent, session, and whether it is a zombie (dead, waiting to be reaped), from /proc."""
+    table: dict[int, tuple[int, int, bool]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            # After the command name: state, parent, process group, session.
+            table[int(name)] = (int(fields[1]), int(fields[3]), fields[0] == b"Z")
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return table
 
-    Each is waited for by its own pid, never ``waitpid(-1)``, which would take
-    a subreaper's status from the event loop's child watcher. A killed orphan's
-    own children come here in turn, and the next round meets them.
+
+def _end_orphans() -> None:
+    """Kill and reap what ended commands left: every process in their sessions, and the whole tree below each
+    child of this process that is not a running command's subreaper; until none is left.
+
+    Each round kills every such process it sees at once, so a chain a
+    thousand deep goes in one round, not a thousand; a process that forked
+    between the look and the kill leaves a child for the next round. A
+    killed process's children come to this subreaper, dead or alive, and are
+    reaped here by their own pid, never ``waitpid(-1)``, which would take a
+    subreaper's status from the event loop's child watcher.
     """
-    for _ in range(1000):
-        orphans = [pid for pid in _parents().get(os.getpid(), []) if pid not in _REAPERS]
-        if not orphans:
-            return
-        for pid in orphans:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+    me = os.getpid()
+    deadline = time.monotonic() + SWEEP_SECONDS
+    while True:
+        with _SPAWNING:
+            table = _process_table()
+            sessions = set(_ENDED_SESSIONS)
+            below: dict[int, list[int]] = {}
+            for pid, (parent, _, _) in table.items():
+                below.setdefault(parent, []).append(pid)
+            orphans = [pid for pid in below.get(me, ()) if pid not in _REAPERS]
+            # A running command's processes are in its subreaper's session: never touched.
+            running = {pid for pid, (_, session, _) in table.items() if session in _REAPERS} | _REAPERS
+            roots = orphans + [pid for pid, (_, session, _) in table.items() if session in sessions]
+            doomed: set[int] = set()
+            while roots:
+                pid = roots.pop()
+                if pid not in doomed and pid not in running and pid != me:
+                    doomed.add(pid)
+                    roots.extend(below.get(pid, ()))
+            for pid in doomed:
+                if not table[pid][2]:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
         for pid in orphans:
             with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+                os.waitpid(pid, os.WNOHANG)
+        with _SPAWNING:
+            _ENDED_SESSIONS.difference_update(
+                sessions - {session for _, session, _ in table.values()}
+            )
+        if not doomed or time.monotonic() > deadline:
+            return
+        time.sleep(0.002)
 
 
-async def _sweep_orphans() -> None:
+async def _sweep_orphans(session: int) -> None:
     if not _adopting:
         return
+    with _SPAWNING:
+        _ENDED_SESSIONS.add(session)
     with anyio.CancelScope(shield=True):
-        while _starting:  # a subreaper just forked is not yet known as one
-            await anyio.sleep(0.005)
-        _end_orphans()
+        # In a thread: a deep tree takes long to end, and the event loop answers other requests meanwhile.
+        await anyio.to_thread.run_sync(_end_orphans)
 
 
 def stop_running_commands() -> int:
@@ -231,9 +289,9 @@ async def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeou
 
     Raises ``OSError`` when the command cannot be started at all.
     """
-    global _starting
     tail = _OutputTail(OUTPUT_LIMIT)
-    _starting += 1
+    # Taken in a thread: a sweep holds it for a round, and the event loop must not wait on it.
+    await anyio.to_thread.run_sync(_SPAWNING.acquire)
     try:
         process = await anyio.open_process(
             _argv(command),
@@ -245,8 +303,9 @@ async def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeou
             start_new_session=True,
         )
         _REAPERS.add(process.pid)
+        _ENDED_SESSIONS.discard(process.pid)  # the pid of a session emptied since, now this command's
     finally:
-        _starting -= 1
+        _SPAWNING.release()
     assert process.stdout is not None
     stopped = anyio.CancelScope()
     _RUNNING.add(stopped)
@@ -270,7 +329,7 @@ async def run_command(command: str, *, cwd: Path, env: Mapping[str, str], timeou
         with anyio.CancelScope(shield=True):
             await process.aclose()
         _REAPERS.discard(process.pid)
-        await _sweep_orphans()
+        await _sweep_orphans(process.pid)
     if stopped.cancelled_caught:
         status = process.returncode if process.returncode is not None else -signal.SIGKILL
         return CommandOutcome(status, tail.text(), False, tail.truncated, stopped=True)
