@@ -5,6 +5,9 @@ the file holds: JSON Lines' non-blank lines, CSV's records, Parquet's rows),
 so a row's number never depends on which rows could be read. A JSON Lines
 line that is not a JSON object is a row with a problem and no value.
 
+The formats, by extension, and the parsers are the tool commands' own
+(``decirank._inputs``): a file reads the same whichever command is given it.
+
 Writing is deterministic: the same rows and answers give the same bytes.
 JSON Lines rows keep their keys in order and get the answer columns after
 them; CSV gets the header's columns then the answers (``true``/``false``,
@@ -23,14 +26,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .._jsonpath import JsonProblem, canonical_json, loads_json
+from .._inputs import (
+    PARQUET_ROWS,
+    SUFFIXES,
+    count_csv_records,
+    csv_columns,
+    csv_records,
+    json_lines,
+    open_csv,
+    parquet_rows,
+)
+from .._inputs import pyarrow as _pyarrow
+from .._jsonpath import JsonProblem, canonical_json
 from ..errors import InvalidInputError, MissingAssetError
 
-__all__ = ["FORMATS", "Row", "RowWriter", "answer_type", "count_rows", "file_format", "input_columns", "read_rows"]
+__all__ = ["ROW_FORMATS", "Row", "RowWriter", "answer_type", "count_rows", "file_format", "input_columns", "read_rows"]
 
-FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
-PARQUET_ROWS = 4096
-_CSV_FIELD_LIMIT = 1 << 30
+#: The formats a batch reads and writes: each row is an object, and rows stream.
+ROW_FORMATS = ("jsonl", "csv", "parquet")
 
 
 @dataclass(frozen=True)
@@ -46,22 +59,14 @@ class Row:
 
 def file_format(path: str | os.PathLike[str], field: str) -> str:
     suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
+    fmt = SUFFIXES.get(suffix)
+    if fmt not in ROW_FORMATS:
         raise InvalidInputError(
             field,
             "a .jsonl, .csv or .parquet file",
             detail=f"{os.fspath(path)!r}: cannot tell its format from {suffix or 'no extension'!r}",
         )
-    return FORMATS[suffix]
-
-
-def _pyarrow():
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError:
-        raise MissingAssetError("Parquet support (pyarrow)", "pip install 'decirank[batch]'") from None
-    return pyarrow
+    return fmt
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -69,65 +74,30 @@ def _pyarrow():
 
 def _jsonl_rows(path: Path) -> Iterator[Row]:
     with open(path, "rb") as file:
-        index = 0
-        for number, line in enumerate(file, start=1):
-            if not line.strip():
-                continue
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as error:
-                yield Row(
-                    index,
-                    None,
-                    f"line {number}: byte {error.start} is not UTF-8",
-                    line.decode("utf-8", "replace").rstrip("\r\n"),
-                )
-                index += 1
-                continue
-            try:
-                value = loads_json(text)
-            except JsonProblem as problem:
-                yield Row(
-                    index, None, f"line {number}: not JSON: {problem.where()}{problem.problem}", text.rstrip("\r\n")
-                )
+        for index, (number, text, value) in enumerate(json_lines(file)):
+            if isinstance(value, UnicodeDecodeError):
+                yield Row(index, None, f"line {number}: byte {value.start} is not UTF-8", text)
+            elif isinstance(value, JsonProblem):
+                yield Row(index, None, f"line {number}: not JSON: {value.where()}{value.problem}", text)
+            elif isinstance(value, dict):
+                yield Row(index, value)
             else:
-                if isinstance(value, dict):
-                    yield Row(index, value)
-                else:
-                    yield Row(
-                        index,
-                        None,
-                        f"line {number}: expected a JSON object, got {type(value).__name__}",
-                        text.rstrip("\r\n"),
-                    )
-            index += 1
-
-
-def _csv_reader(file: Any) -> csv.DictReader:
-    csv.field_size_limit(_CSV_FIELD_LIMIT)
-    return csv.DictReader(file)
+                yield Row(index, None, f"line {number}: expected a JSON object, got {type(value).__name__}", text)
 
 
 def _csv_rows(path: Path) -> Iterator[Row]:
     # Bytes that are not UTF-8 become lone surrogates: such a row fails alone, and is written back as it came.
-    with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as file:
-        reader = _csv_reader(file)
-        for index, record in enumerate(reader):
-            extra = record.pop(None, None)  # type: ignore[call-overload]
-            if extra is not None:
-                yield Row(index, dict(record), f"record {index + 1} has {len(extra)} more field(s) than the header")
+    with open_csv(path) as file:
+        for index, (record, extra) in enumerate(csv_records(file)):
+            if extra:
+                yield Row(index, record, f"record {index + 1} has {extra} more field(s) than the header")
             else:
-                yield Row(index, {key: ("" if value is None else value) for key, value in record.items()})
+                yield Row(index, record)
 
 
 def _parquet_rows(path: Path) -> Iterator[Row]:
-    pa = _pyarrow()
-    parquet = pa.parquet.ParquetFile(path)
-    index = 0
-    for record_batch in parquet.iter_batches(batch_size=PARQUET_ROWS):
-        for value in record_batch.to_pylist():
-            yield Row(index, value)
-            index += 1
+    for index, value in enumerate(parquet_rows(path)):
+        yield Row(index, value)
 
 
 def read_rows(path: Path, fmt: str) -> Iterator[Row]:
@@ -141,8 +111,8 @@ def count_rows(path: Path, fmt: str) -> int:
     if fmt == "jsonl":
         with open(path, "rb") as file:
             return sum(1 for line in file if line.strip())
-    with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as file:
-        return sum(1 for _ in _csv_reader(file))
+    with open_csv(path) as file:
+        return count_csv_records(file)
 
 
 def input_columns(path: Path, fmt: str) -> list[str] | None:
@@ -150,8 +120,8 @@ def input_columns(path: Path, fmt: str) -> list[str] | None:
     if fmt == "parquet":
         return list(_pyarrow().parquet.ParquetFile(path).schema_arrow.names)
     if fmt == "csv":
-        with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as file:
-            return list(_csv_reader(file).fieldnames or [])
+        with open_csv(path) as file:
+            return csv_columns(file)
     return None
 
 

@@ -5,21 +5,20 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import re
 import shlex
-import stat
 import sys
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .._inputs import FORMATS, path_kind, read_bytes, read_items, source_name
 from .._jsonpath import MISSING, JsonProblem, find_non_text, loads_json, resolve_dot_path
 from ..errors import InvalidInputError
 
@@ -48,6 +47,8 @@ console = _console(stderr=False)
 error_console = _console(stderr=True)
 
 __all__ = [
+    "FORMATS",
+    "FormatOption",
     "bad_json",
     "check_base_url",
     "check_host",
@@ -55,6 +56,7 @@ __all__ = [
     "console",
     "cost_text",
     "error_console",
+    "format_option",
     "json_or_text",
     "new_table",
     "options_value",
@@ -64,27 +66,13 @@ __all__ = [
     "print_table",
     "probability_bar",
     "progress_bar",
+    "read_items",
     "read_json_list",
     "read_text",
     "short_text",
     "shown_item",
     "source_name",
 ]
-
-
-def source_name(source: str) -> str:
-    """How an error names ``source``: ``standard input`` for ``-``, else the file name quoted."""
-    return "standard input" if source == "-" else repr(source)
-
-
-def path_kind(source: str) -> str | None:
-    """``"file"`` for a regular file, ``"other"`` for anything else there (a named pipe, a folder,
-    a device), None for nothing, or for a name no file can have (too long, say)."""
-    try:
-        mode = os.stat(source).st_mode
-    except (OSError, ValueError):
-        return None
-    return "file" if stat.S_ISREG(mode) else "other"
 
 
 def read_text(source: str, field: str, expected: str) -> str:
@@ -94,18 +82,7 @@ def read_text(source: str, field: str, expected: str) -> str:
     which should be ``expected``. Only regular files are read: a named pipe with no writer
     would block forever, and a device may never end.
     """
-    if source == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        kind = path_kind(source)
-        if kind != "file":
-            detail = f"{source!r} is not a regular file" if kind else f"no file {source!r}"
-            raise InvalidInputError(field, expected, detail=detail)
-        try:
-            data = Path(source).read_bytes()
-        except OSError as error:
-            detail = f"cannot read {source!r}: {error.strerror or error}"
-            raise InvalidInputError(field, expected, detail=detail) from None
+    data = read_bytes(source, field, expected)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -135,23 +112,34 @@ def check_text(value: Any, field: str, expected: str, source: str | None = None)
     return value
 
 
-def read_json_list(source: str, field: str) -> list[Any]:
-    """A JSON array file, a JSON Lines file, or ``-`` for standard input."""
-    text = read_text(source, field, "a JSON or JSON Lines file, or - for standard input")
-    name = source_name(source)
-    stripped = text.strip()
-    if stripped.startswith("["):
-        return parse_json(stripped, field, "a JSON array", name)
-    values = []
-    for number, line in enumerate(stripped.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            values.append(loads_json(line))
-        except JsonProblem as problem:
-            problem.line = number
-            raise bad_json(field, "a JSON array or JSON Lines", problem, name) from None
-    return values
+#: Every command's list input, by its old name: JSON, JSON Lines, CSV, Parquet or text (see ``read_items``).
+read_json_list = read_items
+
+
+def check_format(value: str | None) -> str | None:
+    """The ``--format`` callback: one of :data:`FORMATS` (any case), or None to tell it from the input."""
+    if value is None:
+        return None
+    if value.lower() not in FORMATS:
+        raise typer.BadParameter(f"expected one of {', '.join(FORMATS)}, not {value!r}")
+    return value.lower()
+
+
+def format_option(help: str | None = None) -> Any:
+    """The ``--format`` option of a command that reads a list with :func:`read_items`."""
+    return typer.Option(
+        "--format",
+        metavar="|".join(FORMATS),
+        callback=check_format,
+        help=help
+        or "The input's format; by default told from its extension (.json, .jsonl, .ndjson, .csv, .parquet, .txt), "
+        "else from its content: [ opens a JSON array, lines of JSON are JSON Lines, anything else is text, "
+        "one item per line. CSV and Parquet rows are objects keyed by column: pick one with --describe.",
+    )
+
+
+#: ``input_format: FormatOption = None``, passed on as ``read_items(items, "items", input_format)``.
+FormatOption = Annotated[str | None, format_option()]
 
 
 def json_or_text(value: str, field: str) -> Any:
