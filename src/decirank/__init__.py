@@ -11,6 +11,7 @@ returns a typed result whose ``to_dict()`` is the tool's JSON shape.
 
 from __future__ import annotations
 
+from ._client import AsyncClient, Client
 from ._version import __version__
 from .backends import Backend, register_provider
 from .batching import BatchResult, abatch, batch
@@ -45,6 +46,7 @@ from .types.questions import ChoiceQuestion, DecisionRequest, Example, Likelihoo
 __all__ = [
     "AllModelsFailedError",
     "ArtifactStore",
+    "AsyncClient",
     "Backend",
     "BatchResult",
     "CalibrateResult",
@@ -53,6 +55,7 @@ __all__ = [
     "CancelledError",
     "ChoiceAnswer",
     "ChoiceQuestion",
+    "Client",
     "ClassifyDecision",
     "ClassifyResult",
     "ConfigError",

@@ -75,12 +75,13 @@ def test_a_state_utf8_cannot_encode_is_refused_by_field():
         decirank.filter(["a", "b"], "Is it?", {"q": "\ud800"}, model="lexical")
 
 
-def test_state_is_optional_for_filter_and_rank_as_in_batch():
-    """decirank.filter(items, question) and decirank.rank(items, instructions) ask with the empty context {}."""
+def test_state_is_optional_for_filter_and_rank():
+    """decirank.filter(items, question) asks with the empty context {}; decirank.rank(items, question) asks with
+    the question itself as the context, so a query given as the question ranks as it would in the state."""
     gate, chooser = ScriptedBackend(answer=yes_for("cat")), ScriptedBackend()
     with use_backend(gate) as model:
         kept = decirank.filter(["a cat", "a car"], "Is this about pets?", model=model)
     with use_backend(chooser) as model:
         ranked = asyncio.run(decirank.arank(["a cat", "a car"], "Which one purrs?", model=model))
     assert kept.items == ["a cat"] and len(ranked.ranked) == 2
-    assert [request.state for request in gate.requests + chooser.requests] == [{}, {}]
+    assert [request.state for request in gate.requests + chooser.requests] == [{}, "Which one purrs?"]

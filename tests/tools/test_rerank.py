@@ -37,10 +37,11 @@ def test_results_sorted_with_ids_ranks_and_ties_in_input_order():
         result = decirank.rerank("q", documents, model=model)
     assert [r.id for r in result.results] == ["doc-a", 0, 2, 3]
     assert [r.rank for r in result.results] == [1, 2, 3, 4]
+    assert [r.index for r in result.results] == [1, 0, 2, 3]
     assert result.results[0].document == documents[1]
     data = result.to_dict()
     assert set(data) == {"results", "model", "usage", "run_id", "notes", "calibration"}
-    assert set(data["results"][0]) == {"id", "document", "relevance_score", "rank"}
+    assert set(data["results"][0]) == {"index", "id", "document", "relevance_score", "rank"}
 
 
 def test_top_k_and_min_relevance():

@@ -33,6 +33,7 @@ def _cell(value: object) -> str:
 
 class EvalTool(str, Enum):
     rank = "rank"
+    rank_query = "rank-query"
     rerank = "rerank"
 
 
@@ -42,7 +43,11 @@ def trec(
     qrels_file: Annotated[str, typer.Argument(metavar="QRELS.txt", help="Graded judgments: qid Q0 docid grade.")],
     model: Annotated[str, typer.Option("--model", "-m", help="A role or provider:model name.")] = "decider",
     tool: Annotated[
-        EvalTool, typer.Option("--tool", help="rank (one choice per query) or rerank (a likelihood per passage).")
+        EvalTool, typer.Option(
+            "--tool",
+            help="rank (one choice per query, the query in the state), rank-query (the query as the question, no "
+            "state) or rerank (a likelihood per passage).",
+        )
     ] = EvalTool.rank,
     queries: Annotated[int | None, typer.Option("--queries", min=1, help="Use only the first N queries.")] = None,
     warm: Annotated[bool, typer.Option("--warm", help="Also time a second pass over the same passages.")] = False,

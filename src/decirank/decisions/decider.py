@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import anyio
 
 from .._config import load_config
-from ..backends import Backend, create_backend
+from ..backends import Backend, create_backend, parse_model_name
 from ..errors import AllModelsFailedError, DecisionTimeoutError, InvalidInputError, MissingKeyError, UnknownModelError
 from ..types.answers import DecisionResponse, check_response
 from ..types.limits import ModelLimits
@@ -93,11 +93,20 @@ class Decider:
         check_provider_sections(config)
         chain = resolve_chain(name.strip(), config)
         explicit = {option: value for option, value in backend_options.items() if value is not None}
+        names = chain.full_model_names()
+        # An explicit option (a Client's api_key) goes to each model of the chain that takes it, so a
+        # hosted primary gets its key and a local fallback is not refused for it; one that no model
+        # of the chain takes is refused, naming the option.
+        takes = {full_name: set(parse_model_name(full_name)[0].options) for full_name in names}
+        for option in explicit:
+            if not any(option in accepted for accepted in takes.values()):
+                create_backend(names[0], **{option: explicit[option]})  # raises, naming the option
         backends: list[Backend] = []
-        for full_name in chain.full_model_names():
+        for full_name in names:
             provider = full_name.partition(":")[0]
+            own = {option: value for option, value in explicit.items() if option in takes[full_name]}
             try:
-                backends.append(create_backend(full_name, **{**provider_options(provider, config), **explicit}))
+                backends.append(create_backend(full_name, **{**provider_options(provider, config), **own}))
             except MissingKeyError as error:
                 backends.append(UnusableBackend(full_name, error))
         usable = [backend for backend in backends if not isinstance(backend, UnusableBackend)]

@@ -26,6 +26,9 @@ from ..tools.rerank import rerank
 __all__ = ["EvalReport", "TrecQuery", "calibration", "evaluate", "load_qrels", "load_run"]
 
 RANK_INSTRUCTIONS = "Which passage best answers the question?"
+#: rank (the query in the state, under RANK_INSTRUCTIONS), rank-query (the query as the question, no state),
+#: and rerank (a likelihood per passage).
+TOOLS = ("rank", "rank-query", "rerank")
 #: Judged grade from which a passage counts as relevant for calibration (DL19 convention).
 RELEVANT_GRADE = 2
 CALIBRATION_BINS = 10
@@ -159,7 +162,10 @@ def _scores(tool: str, query: TrecQuery, model: str) -> dict[str, float]:
     if tool == "rerank":
         result = rerank(query.query, documents, model=model, timeout=None)
         return {entry.id: entry.relevance_score for entry in result.results}
-    result = rank(documents, RANK_INSTRUCTIONS, {"question": query.query}, describe="text", model=model)
+    if tool == "rank-query":  # the query itself as the question, with no state, as a newcomer first writes it
+        result = rank(documents, query.query, describe="text", model=model)
+    else:
+        result = rank(documents, RANK_INSTRUCTIONS, {"question": query.query}, describe="text", model=model)
     # Items that missed a chunked final still get a score below every finalist, in their order.
     count = len(result.ranked)
     return {entry.item["id"]: (entry.probability if entry.probability is not None else -(i + 1) / count)
@@ -176,8 +182,8 @@ def evaluate(
     on_query: Callable[[], None] | None = None,
 ) -> EvalReport:
     """Rerank every query's passages with ``tool`` and measure the result."""
-    if tool not in ("rank", "rerank"):
-        raise InvalidInputError("tool", "rank or rerank", got=tool)
+    if tool not in TOOLS:
+        raise InvalidInputError("tool", " or ".join(TOOLS), got=tool)
     run: dict[str, dict[str, float]] = {}
     seconds: list[float] = []
     warm_seconds: list[float] = []

@@ -9,15 +9,17 @@ refused here, naming where they are, before any work starts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .._jsonpath import first_unfit, to_text
+from .._jsonpath import MISSING, first_unfit, resolve_dot_path, to_text
 from ..errors import InvalidInputError
 from ..stores.examples import resolve_examples
 from ..types.questions import Example
 
 __all__ = [
+    "MAX_ITEMS",
     "check_count",
     "check_encodable",
     "check_instructions",
@@ -27,6 +29,8 @@ __all__ = [
     "check_probability_threshold",
     "check_state",
     "check_top_k",
+    "either",
+    "shown_texts",
 ]
 
 
@@ -43,15 +47,66 @@ def check_encodable(value: Any, field: str) -> Any:
     return value
 
 
+#: The most items (texts, documents) one tool call takes. Past it, a request's parse, checks and answer would
+#: hold a server for seconds and its default time budget would run to minutes: more goes through several
+#: calls, or ``decirank batch``.
+MAX_ITEMS = 10_000
+
+
+def at_most_max_items(items: Any, field: str) -> list[Any]:
+    """``items`` as a list, refused without reading further once past :data:`MAX_ITEMS`."""
+    count = len(items) if isinstance(items, Sequence) else None
+    if count is None:
+        taken = list(itertools.islice(items, MAX_ITEMS + 1))
+        count = len(taken) if len(taken) <= MAX_ITEMS else None
+    if count is None or count > MAX_ITEMS:
+        given = f"{count} were given" if count is not None else "more were given"
+        raise InvalidInputError(
+            field,
+            f"at most {MAX_ITEMS} items in one call",
+            detail=f"{given}; send the rest in further calls, or a file to decirank batch",
+        )
+    return taken if not isinstance(items, Sequence) else list(items)
+
+
 def check_state(state: Any) -> Any:
     """The context questions are asked in; none given is the empty context, as ``decirank batch`` sends it."""
     return {} if state is None else check_encodable(state, "state")
 
 
 def check_items(items: Any, field: str = "items") -> list[Any]:
-    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-        raise InvalidInputError(field, "a list", got=items)
-    return check_encodable(list(items), field)
+    """Any iterable of items as a list: a list, a tuple, a generator, ``dict.values()``, a numpy array or a
+    pandas Series (their ``tolist()`` gives Python values, which JSON carries; no numpy is imported).
+
+    A string, bytes or a mapping is refused: iterating them would give characters or keys, never
+    what the caller meant.
+    """
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+        raise InvalidInputError(field, "a list (or any iterable) of items", got=items)
+    tolist = getattr(items, "tolist", None)
+    if callable(tolist) and not isinstance(items, list):
+        # numpy arrays and pandas Series: their elements are numpy scalars, their tolist() Python ones.
+        items = tolist()
+    return check_encodable(at_most_max_items(items, field), field)
+
+
+def shown_texts(items: Sequence[Any], describe: str | None, field: str) -> list[str]:
+    """What a model reads of each item: its ``describe`` dot path (a CSV column, ``meta.body``), else the
+    whole item; a string as it is, anything else as canonical JSON. A missing path names the item."""
+    texts = []
+    for index, item in enumerate(items):
+        value = item if describe is None else resolve_dot_path(item, describe)
+        if value is MISSING:
+            raise InvalidInputError(f"{field}.{index}", f"an item with the describe path {describe!r}", got=item)
+        texts.append(to_text(value))
+    return texts
+
+
+def either(value: Any, alias_value: Any, name: str, alias: str) -> Any:
+    """A parameter given under its own name or another (``top_k`` or ``top_n``); both given is an error."""
+    if value is not None and alias_value is not None:
+        raise InvalidInputError(alias, f"either {alias} or {name}, not both", got=alias_value)
+    return alias_value if value is None else value
 
 
 def check_no_blank(texts: Sequence[str], field: str) -> Sequence[str]:

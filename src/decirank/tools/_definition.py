@@ -25,14 +25,13 @@ import operator
 import types
 import typing
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.fields import FieldInfo
 
 from .._sync import run_sync
-from ..errors import InvalidInputError
 
 __all__ = [
     "AliasOf",

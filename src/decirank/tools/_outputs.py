@@ -7,11 +7,42 @@ response model both (the drift test checks real results against it).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Notes", "ToolOutput", "UsageOut", "TextNoteOut"]
+__all__ = ["Notes", "Rows", "TextNoteOut", "ToolOutput", "UsageOut"]
+
+Row = TypeVar("Row")
+
+
+class Rows(Sequence[Row]):
+    """A tool's result as the sequence of its rows: ``len(result)``, ``result[0]``, ``result[:3]``, ``for row in
+    result``, as a list of results from other rerankers behaves.
+
+    ``rows`` names the field that holds them (``ranked``, ``results``, ``decisions``, ...); the
+    other fields (usage, model, run id) stay attributes.
+    """
+
+    __slots__ = ()
+    rows: ClassVar[str]
+
+    def _rows(self) -> list[Row]:
+        return getattr(self, self.rows)
+
+    def __len__(self) -> int:
+        return len(self._rows())
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Row]: ...
+    def __getitem__(self, index: Any) -> Any:
+        return self._rows()[index]
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self._rows())
 
 
 class UsageOut(BaseModel):

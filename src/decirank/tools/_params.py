@@ -17,6 +17,10 @@ from ..stores.calibrations import Calibration
 from ._definition import Cli, Offered, Wire
 
 __all__ = [
+    "ChoiceExamples",
+    "ItemExamples",
+    "LikelihoodExamples",
+    "ApiKey",
     "BaseUrl",
     "CalibrationParam",
     "FromOne",
@@ -80,6 +84,15 @@ BaseUrl = Annotated[
     ),
     Cli(read="base_url"),
 ]
+ApiKey = Annotated[
+    str | None,
+    Field(description="The key of a hosted model (else its environment variable or stored key)."),
+    Offered.not_on(
+        http="a server answers with its own keys",
+        mcp="an agent never hands the server a key",
+        cli="a key on a command line is seen by every process: the environment or decirank keys give it",
+    ),
+]
 ShowProgress = Annotated[
     bool,
     Field(description="Draw a bar on stderr, when it is a terminal, as the model calls finish."),
@@ -127,3 +140,9 @@ def examples_param(answer: str, what: str = "texts") -> Any:
         ),
         Cli(metavar="FILE|NAME", read="examples"),
     ]
+
+
+#: score's and filter's examples answer true or false; classify's an option key.
+LikelihoodExamples = examples_param("true|false")
+ItemExamples = examples_param("true|false", "items")
+ChoiceExamples = examples_param('"<option key>"')

@@ -48,7 +48,7 @@ from ..types.answers import Usage
 from ._checks import check_examples, check_instructions, check_optional_text
 from ._definition import Cli, Offered, ToolDefinition, Wire, sync_twin_of
 from ._outputs import ToolOutput
-from ._params import BaseUrl, ModelParam, SetName, Text, Timeout
+from ._params import ApiKey, BaseUrl, ModelParam, SetName, Text, Timeout
 from .classify import NONE_KEY, aclassify, check_options
 from .filter import afilter
 from .rerank import arerank
@@ -293,6 +293,7 @@ async def acalibrate(
     model: ModelParam = DEFAULT_ROLE,
     timeout: Timeout = None,
     base_url: BaseUrl = None,
+    api_key: ApiKey = None,
     save: Annotated[bool, Field(description="Store it under name; false only measures.")] = True,
     store: Annotated[
         CalibrationStore | None,
@@ -331,7 +332,7 @@ async def acalibrate(
     seed = int(data_hash[:8], 16)
     inputs = {"tool": tool, "question": question, "name": name, "rows": len(checked), "data_hash": data_hash}
     async with ToolCall("calibrate", model=None, timeout=timeout, inputs=inputs) as call:
-        asked = {"model": model, "timeout": timeout, "base_url": base_url}
+        asked = {"model": model, "timeout": timeout, "base_url": base_url, "api_key": api_key}
         with under_parent_run(call.run_id):
             if checked_options is None:
                 scores, answered_by, usage = await _likelihoods(

@@ -29,12 +29,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from .._jsonpath import to_text
 from ..calibration._guarantees import ConformalSets, conformal_sets
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
-from ..stores.calibrations import Calibration
 from ..types.answers import Usage
 from ..types.questions import MAX_OPTIONS, MIN_OPTIONS, ChoiceQuestion, DecisionRequest, Example
 from ._calibrated import calibrated, check_answered, check_confidence, check_model, load_calibration
@@ -46,10 +44,22 @@ from ._checks import (
     check_no_blank,
     check_optional_text,
     check_probability_threshold,
+    shown_texts,
 )
 from ._definition import Cli, ToolDefinition, Wire, sync_twin_of
-from ._outputs import ToolOutput
-from ._params import BaseUrl, CalibrationParam, ModelParam, OpenUnit, Text, TextsParam, Timeout, examples_param
+from ._outputs import Rows, ToolOutput
+from ._params import (
+    ApiKey,
+    BaseUrl,
+    CalibrationParam,
+    DescribeParam,
+    ModelParam,
+    OpenUnit,
+    Text,
+    TextsParam,
+    Timeout,
+    ChoiceExamples,
+)
 
 __all__ = [
     "CLASSIFY",
@@ -98,7 +108,10 @@ class ClassifyDecision:
 
 
 @dataclass(frozen=True)
-class ClassifyResult:
+class ClassifyResult(Rows[ClassifyDecision]):
+    """A sequence of its ``decisions``; ``to_dict()`` gives the tool's JSON shape."""
+
+    rows = "decisions"
     #: One decision per text, in input order.
     decisions: list[ClassifyDecision]
     model: str = ""
@@ -217,10 +230,12 @@ async def aclassify(
     ],
     *,
     none: Annotated[Text | None, Field(description=f"Text of a 'none of these' option (key {NONE_KEY}).")] = None,
-    examples: examples_param('"<option key>"') = None,
+    describe: DescribeParam = None,
+    examples: ChoiceExamples = None,
     model: ModelParam = DEFAULT_ROLE,
     timeout: Timeout = None,
     base_url: BaseUrl = None,
+    api_key: ApiKey = None,
     calibration: CalibrationParam = None,
     coverage: Annotated[
         OpenUnit | None,
@@ -233,9 +248,11 @@ async def aclassify(
 ) -> ClassifyResult:
     """Pick, for each text, the option of ``options`` that ``question`` asks for.
 
-    ``texts`` are strings (anything else is shown as canonical JSON); each is asked on its own.
+    ``texts`` is any iterable of strings (anything else is shown as canonical JSON; ``describe`` picks a
+    field of each, e.g. a CSV column); each is asked on its own.
     """
-    texts = check_encodable([to_text(text) for text in check_items(texts, "texts")], "texts")
+    describe = check_optional_text(describe, "describe")
+    texts = check_encodable(shown_texts(check_items(texts, "texts"), describe, "texts"), "texts")
     check_no_blank(texts, "texts")
     question = check_instructions(question, "question")
     none = check_optional_text(none, "none")
@@ -257,7 +274,7 @@ async def aclassify(
     if sets is not None:
         inputs["coverage"] = sets.coverage
     async with ToolCall(
-        "classify", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
+        "classify", model=model, timeout=timeout, backend_options={"base_url": base_url, "api_key": api_key}, inputs=inputs
     ) as call:
         check_model(map_used, call)
         responses = await call.ask_all(classify_requests(texts, question, options, examples)) if texts else []

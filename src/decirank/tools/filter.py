@@ -22,6 +22,7 @@ or the name of a stored example set (:mod:`decirank.stores.examples`, whose
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -47,8 +48,9 @@ from ._checks import (
 )
 from ._definition import Cli, ToolDefinition, sync_twin_of
 from ._likelihoods import Likelihoods, TextNote, ask_likelihoods, check_per_call, questions_per_call
-from ._outputs import Notes, ToolOutput
+from ._outputs import Notes, Rows, ToolOutput
 from ._params import (
+    ApiKey,
     BaseUrl,
     CalibrationParam,
     ConfidenceParam,
@@ -62,7 +64,7 @@ from ._params import (
     Text,
     Timeout,
     Unit,
-    examples_param,
+    ItemExamples,
 )
 from .rank import item_text, option_texts
 
@@ -104,7 +106,10 @@ class FilterDecision:
 
 
 @dataclass(frozen=True)
-class FilterResult:
+class FilterResult(Rows[FilterDecision]):
+    """A sequence of its ``decisions``; ``to_dict()`` gives the tool's JSON shape."""
+
+    rows = "decisions"
     #: Every item's decision, in input order.
     decisions: list[FilterDecision]
     min_confidence: float = DEFAULT_MIN_CONFIDENCE
@@ -244,7 +249,8 @@ async def afilter(
         Cli(flags=("--per-call",)),
     ] = None,
     base_url: BaseUrl = None,
-    examples: examples_param("true|false", "items") = None,
+    api_key: ApiKey = None,
+    examples: ItemExamples = None,
     show_progress: ShowProgress = False,
     calibration: CalibrationParam = None,
     target_recall: Annotated[
@@ -289,6 +295,7 @@ async def afilter(
         timeout=timeout,
         max_items_per_call=max_items_per_call,
         base_url=base_url,
+        api_key=api_key,
         examples=examples,
         show_progress=show_progress,
     )
@@ -307,6 +314,7 @@ async def filter_checked(
     timeout: float | None = None,
     max_items_per_call: int | None = None,
     base_url: str | None = None,
+    api_key: str | None = None,
     examples: Sequence[Any] | str | None = None,
     show_progress: bool = False,
 ) -> FilterResult:
@@ -334,7 +342,7 @@ async def filter_checked(
         if isinstance(given_examples, str):
             inputs["example_set"] = given_examples
     async with ToolCall(
-        "filter", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
+        "filter", model=model, timeout=timeout, backend_options={"base_url": base_url, "api_key": api_key}, inputs=inputs
     ) as call:
         check_model(calibration, call)
         per_call = questions_per_call(call, requested_per_call)

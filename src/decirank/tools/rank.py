@@ -24,8 +24,8 @@ from ..types.answers import ChoiceAnswer, Usage
 from ..types.questions import ChoiceQuestion, DecisionRequest
 from ._checks import check_instructions, check_items, check_optional_text, check_state, check_top_k
 from ._definition import Cli, ToolDefinition, sync_twin_of
-from ._outputs import ToolOutput
-from ._params import BaseUrl, DescribeParam, FromOne, ItemList, ModelParam, StateParam, Text, Timeout
+from ._outputs import Rows, ToolOutput
+from ._params import ApiKey, BaseUrl, DescribeParam, FromOne, ItemList, ModelParam, StateParam, Text, Timeout
 
 __all__ = ["RANK", "RankOutput", "RankResult", "RankedItem", "arank", "rank"]
 
@@ -45,7 +45,10 @@ class RankedItem:
 
 
 @dataclass(frozen=True)
-class RankResult:
+class RankResult(Rows[RankedItem]):
+    """A sequence of its ``ranked``; ``to_dict()`` gives the tool's JSON shape."""
+
+    rows = "ranked"
     ranked: list[RankedItem]
     #: The probability of the "nothing fits" option, when one was asked for.
     none: float | None = None
@@ -144,7 +147,9 @@ def plan_rank(
     describe = check_optional_text(describe, "describe")
     none = check_optional_text(none, "none")
     top_k = check_top_k(top_k, allow_zero=False)
-    state = check_state(state)
+    # With no state, the question is what the items are judged against: rank(docs, "how long do fleas
+    # live") reads the query as rank(docs, "Which answers it?", {"question": query}) does.
+    state = instructions if state is None else check_state(state)
     return _Plan(
         items=items,
         option_texts=option_texts(items, describe),
@@ -260,10 +265,13 @@ async def arank(
     model: ModelParam = DEFAULT_ROLE,
     timeout: Timeout = None,
     base_url: BaseUrl = None,
+    api_key: ApiKey = None,
 ) -> RankResult:
-    """Rank ``items`` against ``instructions`` in the context of ``state`` (optional: none is no context).
+    """Rank ``items`` (any iterable) against ``instructions`` in the context of ``state``.
 
-    ``describe`` is a dot path into each item to show as its option (the whole
+    With no ``state``, the question itself is the context: ``rank(docs, "how long do fleas live")``
+    ranks as ``rank(docs, "Which passage answers the question?", {"question": "how long do fleas
+    live"})`` does. ``describe`` is a dot path into each item to show as its option (the whole
     item otherwise); ``none`` adds a "nothing fits" option; ``top_k`` keeps the
     best k. Lists longer than the model's option limit are ranked in chunks
     sent together, whose best items meet in a final choice.
@@ -278,7 +286,7 @@ async def arank(
         "top_k": plan.top_k,
     }
     async with ToolCall(
-        "rank", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
+        "rank", model=model, timeout=timeout, backend_options={"base_url": base_url, "api_key": api_key}, inputs=inputs
     ) as call:
         if not plan.items or (len(plan.items) == 1 and plan.none is None):
             # Nothing to choose between: a single option has all the probability.

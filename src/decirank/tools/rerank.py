@@ -18,14 +18,35 @@ from .._progress import progress_bar
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
 from ..errors import InvalidInputError
-from ..stores.calibrations import Calibration
 from ..types.answers import Usage
 from ._calibrated import calibrated, check_answered, check_model, load_calibration
-from ._checks import check_instructions, check_items, check_no_blank, check_probability_threshold, check_top_k
-from ._definition import Cli, Offered, ToolDefinition, Wire, sync_twin_of
+from .._jsonpath import canonical_json
+from ._checks import (
+    check_instructions,
+    check_items,
+    check_no_blank,
+    check_optional_text,
+    check_probability_threshold,
+    check_top_k,
+    either,
+)
+from ._definition import AliasOf, Cli, Offered, ToolDefinition, Wire, sync_twin_of
 from ._likelihoods import Likelihoods, TextNote, ask_likelihoods, check_per_call, questions_per_call
-from ._outputs import Notes, ToolOutput
-from ._params import BaseUrl, CalibrationParam, FromOne, FromZero, ItemList, ModelParam, ShowProgress, Text, Unit
+from ._outputs import Notes, Rows, ToolOutput
+from ._params import (
+    ApiKey,
+    BaseUrl,
+    CalibrationParam,
+    DescribeParam,
+    FromOne,
+    FromZero,
+    ItemList,
+    ModelParam,
+    ShowProgress,
+    Text,
+    Unit,
+)
+from .rank import item_text
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -68,18 +89,29 @@ def resolve_timeout(timeout: float | AutoTimeout | None, documents: int) -> floa
 class RerankedDocument:
     #: The document's id: its own ``id``, else its position in the input.
     id: Any
-    #: The document as it was given (a string, or an object with ``text``).
+    #: The document as it was given (a string, or an object with ``text``); None with ``return_documents=False``.
     document: Any
     relevance_score: float
     #: 1 for the most relevant document.
     rank: int
+    #: The document's position in the input, whatever its id (Cohere's ``index``).
+    index: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "document": self.document, "relevance_score": self.relevance_score, "rank": self.rank}
+        return {
+            "index": self.index,
+            "id": self.id,
+            "document": self.document,
+            "relevance_score": self.relevance_score,
+            "rank": self.rank,
+        }
 
 
 @dataclass(frozen=True)
-class RerankResult:
+class RerankResult(Rows[RerankedDocument]):
+    """A sequence of its ``results``; ``to_dict()`` gives the tool's JSON shape."""
+
+    rows = "results"
     results: list[RerankedDocument]
     model: str = ""
     usage: Usage = field(default_factory=Usage)
@@ -106,8 +138,9 @@ class RerankResult:
 
 
 class RerankedDocumentOut(BaseModel):
+    index: int = Field(description="The document's position in the input.")
     id: Any = Field(description="The document's own id, else its position in the input.")
-    document: Any = Field(description="The document as it was given.")
+    document: Any = Field(description="The document as it was given; null with return_documents false.")
     relevance_score: float
     rank: int = Field(description="1 for the most relevant document.")
 
@@ -128,27 +161,51 @@ class _Document:
     index: int
 
 
-def check_documents(documents: Any) -> list[_Document]:
-    """Strings, or objects ``{id?, text, metadata?}``; a string's id is its position."""
+def check_documents(documents: Any, describe: str | None = None) -> list[_Document]:
+    """Strings, or objects ``{id?, text, metadata?}`` (``describe``: the dot path of the text instead of
+    ``text``); a string's id is its position, and no two documents may share an id."""
     checked = []
+    seen: dict[str, int] = {}
     for index, document in enumerate(check_items(documents, "documents")):
         if isinstance(document, str):
             checked.append(_Document(index, document, document, index))
+        elif isinstance(document, dict) and describe is not None:
+            text = item_text(document, describe)
+            if text is None:
+                raise InvalidInputError(f"documents.{index}", f"an object with the describe path {describe!r}")
+            checked.append(_Document(document.get("id", index), text, document, index))
         elif isinstance(document, dict) and isinstance(document.get("text"), str):
             checked.append(_Document(document.get("id", index), document["text"], document, index))
         else:
-            raise InvalidInputError(f"documents.{index}", "a string or an object with a string 'text'", got=document)
+            expected = "a string or an object with a string 'text'" if describe is None else "a string or an object"
+            raise InvalidInputError(f"documents.{index}", expected, got=document)
+        # Results are matched back to documents by id, so two documents of one id would be one result.
+        key = canonical_json(checked[-1].id)
+        if key in seen:
+            raise InvalidInputError(
+                f"documents.{index}.id",
+                "an id no other document has",
+                detail=f"documents.{seen[key]} has the id {key} too",
+            )
+        seen[key] = index
     check_no_blank([document.text for document in checked], "documents")
     return checked
 
 
 def order_results(
-    documents: Sequence[_Document], scores: Sequence[float], *, top_k: int | None, min_relevance: float | None
+    documents: Sequence[_Document],
+    scores: Sequence[float],
+    *,
+    top_k: int | None,
+    min_relevance: float | None,
+    return_documents: bool = True,
 ) -> list[RerankedDocument]:
     """Highest score first, ties in input order; then the threshold, then ``top_k``."""
     order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
     results = [
-        RerankedDocument(documents[i].id, documents[i].original, scores[i], rank)
+        RerankedDocument(
+            documents[i].id, documents[i].original if return_documents else None, scores[i], rank, documents[i].index
+        )
         for rank, i in enumerate(order, start=1)
     ]
     if min_relevance is not None:
@@ -168,6 +225,15 @@ async def arerank(
     top_k: Annotated[
         FromZero | None, Field(description="Keep only the best k; 0 or none keeps all."), Cli(flags=("--top-k", "-k"))
     ] = None,
+    top_n: Annotated[
+        FromZero | None, AliasOf("top_k"), Field(description="Another name of top_k, as Cohere's rerank calls it.")
+    ] = None,
+    return_documents: Annotated[
+        bool,
+        Field(description="Give each result its document; false gives index, id and score alone."),
+        Offered.not_on(cli="the command line shows each document's text in its table or JSON"),
+    ] = True,
+    describe: DescribeParam = None,
     min_relevance: Annotated[
         Unit | None,
         Field(description="Drop documents scored below this (calibrated, with a calibration)."),
@@ -185,30 +251,37 @@ async def arerank(
         Cli(flags=("--per-call",)),
     ] = None,
     base_url: BaseUrl = None,
+    api_key: ApiKey = None,
     show_progress: ShowProgress = False,
     calibration: CalibrationParam = None,
 ) -> RerankResult:
     """Score each document's relevance to ``query`` and sort by it.
 
-    ``top_k`` keeps the best k (0 or None keeps all); ``min_relevance`` drops
-    documents scored below it. Scores are probabilities of relevance, and they
-    run low: for ``local`` on DL19 (calibrated there, Brier 0.19), 0.3 keeps
-    79% of the relevant passages at 52% precision and leaves no query without
-    one, while 0.5 keeps 57% (``benchmarks/rerank_thresholds.py``); a hosted
-    model's levels differ, so measure its cut-off the same way. The result's
-    ``notes`` say which documents were cut short or do not look English.
-    All calls share the one ``timeout`` budget: by default (``"auto"``) 15 s
-    plus 20 ms per document; ``None`` sets no limit.
-    ``show_progress`` draws a bar on stderr, when it is a terminal, as the model calls finish.
-    ``calibration`` names a stored calibration fitted for this query, or for any query, and
-    this model (:mod:`decirank.tools.calibrate`): scores, and ``min_relevance``, are then calibrated.
+    ``documents`` is any iterable of strings or objects ``{id?, text, metadata?}`` (``describe``: a
+    dot path to the text, e.g. ``body``); each result carries the document's ``index`` (its input
+    position) and ``id`` (its own, else the index), and no two documents may share an id.
+    ``top_k`` (or Cohere's ``top_n``) keeps the best k, 0 or None all; ``return_documents=False``
+    leaves each result's document out. Scores are probabilities of relevance, and they run low and
+    differ between models and domains, so no fixed cut-off suits every list: for "the best few" use
+    ``top_k``; for "all that are relevant", fit a calibration on labelled rows of your own
+    (:func:`~decirank.calibrate` with ``tool="rerank"``) and pass ``calibration``, which makes
+    scores, and ``min_relevance``, calibrated. The result's ``notes`` say which documents were cut
+    short or do not look English. All calls share the one ``timeout`` budget: by default
+    (``"auto"``) 15 s plus 20 ms per document; ``None`` sets no limit. ``show_progress`` draws a bar
+    on stderr, when it is a terminal, as the model calls finish.
     """
     query = check_instructions(query, "query")
-    checked = check_documents(documents)
-    top_k = check_top_k(top_k, allow_zero=True)
+    describe = check_optional_text(describe, "describe")
+    checked = check_documents(documents, describe)
+    top_k = check_top_k(either(top_k, top_n, "top_k", "top_n"), allow_zero=True)
     min_relevance = check_probability_threshold(min_relevance, "min_relevance")
     requested_per_call = check_per_call(max_documents_per_call, "max_documents_per_call")
-    inputs = {"query": query, "documents": documents, "top_k": top_k, "min_relevance": min_relevance}
+    inputs = {
+        "query": query,
+        "documents": [document.original for document in checked],
+        "top_k": top_k,
+        "min_relevance": min_relevance,
+    }
     map_used = load_calibration(calibration, "rerank", query)
     if map_used is not None:
         inputs["calibration"] = {"name": map_used.name, "data_hash": map_used.data_hash}
@@ -216,7 +289,7 @@ async def arerank(
         "rerank",
         model=model,
         timeout=resolve_timeout(timeout, len(checked)),
-        backend_options={"base_url": base_url},
+        backend_options={"base_url": base_url, "api_key": api_key},
         inputs=inputs,
     ) as call:
         check_model(map_used, call)
@@ -227,7 +300,9 @@ async def arerank(
         answered = asked or Likelihoods([], [])
         check_answered(map_used, call)
         scores = calibrated(map_used, answered.probabilities)
-        results = order_results(checked, scores, top_k=top_k, min_relevance=min_relevance)
+        results = order_results(
+            checked, scores, top_k=top_k, min_relevance=min_relevance, return_documents=return_documents is not False
+        )
         notes = [note.to_dict() for note in answered.notes]
         name = None if map_used is None else map_used.name
         call.record_outputs({"results": [result.to_dict() for result in results], "notes": notes, "calibration": name})

@@ -35,13 +35,11 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from .._jsonpath import to_text
 from ..backends.base import Backend
 from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall
-from ..stores.calibrations import Calibration
 from ..types.answers import Usage
-from ..types.questions import DecisionRequest, Example, LikelihoodQuestion
+from ..types.questions import MAX_LEVELS, MIN_LEVELS, DecisionRequest, Example, LikelihoodQuestion, ScoreQuestion
 from ._calibrated import calibrated, check_answered, check_model, load_calibration
 from ._checks import (
     check_count,
@@ -51,11 +49,25 @@ from ._checks import (
     check_items,
     check_no_blank,
     check_optional_text,
+    shown_texts,
 )
-from ._definition import Cli, ToolDefinition, sync_twin_of
+from ..errors import InvalidInputError
+from ._definition import Cli, ToolDefinition, Wire, sync_twin_of
+from ._graded import LevelDecision, LevelDecisionOut, check_levels, yes_no_reading
 from ._likelihoods import TextNote, notes_of, questions_per_call
-from ._outputs import Notes, ToolOutput
-from ._params import BaseUrl, CalibrationParam, FromOne, ModelParam, Text, TextsParam, Timeout, examples_param
+from ._outputs import Notes, Rows, ToolOutput
+from ._params import (
+    ApiKey,
+    BaseUrl,
+    CalibrationParam,
+    DescribeParam,
+    FromOne,
+    ModelParam,
+    Text,
+    TextsParam,
+    Timeout,
+    LikelihoodExamples,
+)
 
 __all__ = ["DEFAULT_MAX_CONCURRENCY", "SCORE", "ScoreOutput", "ScoreResult", "ascore", "likelihood_examples", "score"]
 
@@ -67,8 +79,11 @@ DEFAULT_MAX_CONCURRENCY = 16
 
 
 @dataclass(frozen=True)
-class ScoreResult:
-    #: Each text's probability, in input order.
+class ScoreResult(Rows[float]):
+    """A sequence of its ``probabilities``; ``to_dict()`` gives the tool's JSON shape."""
+
+    rows = "probabilities"
+    #: Each text's probability, in input order (empty with ``levels``).
     probabilities: list[float]
     model: str = ""
     usage: Usage = field(default_factory=Usage)
@@ -80,12 +95,18 @@ class ScoreResult:
     calibration: str | None = None
     #: The model's own probabilities (the same as ``probabilities`` without a calibration).
     raw_probabilities: list[float] | None = None
+    #: With ``levels``: each text's graded answer, in input order (the rows then).
+    levels: list[LevelDecision] | None = None
+
+    def _rows(self) -> list[Any]:
+        return list(self.probabilities) if self.levels is None else list(self.levels)
 
     def to_dict(self) -> dict[str, Any]:
         raw = self.probabilities if self.raw_probabilities is None else self.raw_probabilities
         return {
             "probabilities": list(self.probabilities),
             "raw_probabilities": list(raw),
+            "levels": None if self.levels is None else [decision.to_dict() for decision in self.levels],
             "model": self.model,
             "usage": self.usage.to_dict(),
             "run_id": self.run_id,
@@ -99,6 +120,9 @@ class ScoreOutput(ToolOutput):
 
     probabilities: list[float] = Field(description="Each text's probability, in input order (calibrated, with one).")
     raw_probabilities: list[float] = Field(description="The model's own probabilities (the same without one).")
+    levels: list[LevelDecisionOut] | None = Field(
+        None, description="With levels: each text's most likely level, expected level and distribution."
+    )
     notes: Notes
     calibration: str | None = Field(None, description="The calibration the probabilities went through.")
 
@@ -114,12 +138,23 @@ async def ascore(
     texts: TextsParam,
     question: Annotated[Text, Field(description="The yes/no question asked of each text."), Cli(flags=("--question", "-q"))],
     *,
+    levels: Annotated[
+        Sequence[str] | None,
+        Wire(Annotated[list[Text], Field(min_length=MIN_LEVELS, max_length=MAX_LEVELS)] | None),
+        Field(
+            description="Ordered levels, lowest first (low, medium, high): each text gets its most likely level, "
+            "expected level and distribution instead of a yes/no probability."
+        ),
+        Cli(read="labels", metavar="LOW,...,HIGH"),
+    ] = None,
+    describe: DescribeParam = None,
     true: Annotated[Text | None, Field(description="What a yes means.")] = None,
     false: Annotated[Text | None, Field(description="What a no means.")] = None,
-    examples: examples_param("true|false") = None,
+    examples: LikelihoodExamples = None,
     model: ModelParam = DEFAULT_ROLE,
     timeout: Timeout = None,
     base_url: BaseUrl = None,
+    api_key: ApiKey = None,
     max_concurrency: Annotated[
         FromOne,
         Field(
@@ -129,14 +164,29 @@ async def ascore(
     ] = DEFAULT_MAX_CONCURRENCY,
     calibration: CalibrationParam = None,
 ) -> ScoreResult:
-    """The probability that ``question`` is true of each text (strings; anything else as canonical JSON).
+    """The probability that ``question`` is true of each text (any iterable; ``describe`` picks a field of
+    each, else strings as they are and anything else as canonical JSON).
 
-    ``max_concurrency`` bounds the requests in flight where each text is a request of its own
+    Give ``levels`` (lowest first, e.g. ``["low", "medium", "high"]``) when the question asks for a
+    degree ("How urgent is this ticket?"): each text then gets its most likely ``level``, its
+    ``expected_level`` and the distribution over the levels (``result.levels``, and the rows of the
+    result). Asked without levels, such a question is read as the yes/no question it implies
+    ("Is this ticket urgent?"). ``max_concurrency`` bounds the requests in flight where each text is a request of its own
     (a hosted model's wire format); the embedded model takes many texts in each call.
     """
-    texts = check_encodable([to_text(text) for text in check_items(texts, "texts")], "texts")
+    describe = check_optional_text(describe, "describe")
+    texts = check_encodable(shown_texts(check_items(texts, "texts"), describe, "texts"), "texts")
     check_no_blank(texts, "texts")
     question = check_instructions(question, "question")
+    graded = check_levels(levels)
+    if graded is not None:
+        return await _graded(
+            texts, question, graded, examples=examples, calibration=calibration, true=true, false=false,
+            model=model, timeout=timeout, backend_options={"base_url": base_url, "api_key": api_key},
+            concurrency=check_count(max_concurrency, "max_concurrency"),
+        )
+    # "How urgent is this ticket?" asks a degree; without levels, its yes/no reading is what is asked.
+    question = yes_no_reading(question)
     true = check_optional_text(true, "true")
     false = check_optional_text(false, "false")
     examples = likelihood_examples(examples)
@@ -148,7 +198,7 @@ async def ascore(
     if map_used is not None:
         inputs["calibration"] = {"name": map_used.name, "data_hash": map_used.data_hash}
     async with ToolCall(
-        "score", model=model, timeout=timeout, backend_options={"base_url": base_url}, inputs=inputs
+        "score", model=model, timeout=timeout, backend_options={"base_url": base_url, "api_key": api_key}, inputs=inputs
     ) as call:
         assert call.decider is not None
         check_model(map_used, call)
@@ -188,6 +238,37 @@ async def ascore(
             {"probabilities": probabilities, "notes": [note.to_dict() for note in notes], "calibration": name}
         )
         return ScoreResult(probabilities, call.answered_by, call.usage, call.run_id, notes, name, raw)
+
+
+async def _graded(
+    texts: list[str],
+    question: str,
+    levels: tuple[str, ...],
+    *,
+    examples: Any,
+    calibration: Any,
+    true: Any,
+    false: Any,
+    model: str | None,
+    timeout: float | None,
+    backend_options: dict[str, Any],
+    concurrency: int,
+) -> ScoreResult:
+    """Each text as the state of one graded question over ``levels``."""
+    for name, given in (("examples", examples), ("calibration", calibration), ("true", true), ("false", false)):
+        if given is not None:
+            raise InvalidInputError(name, f"no {name} with levels (they are for yes/no questions)", got=given)
+    inputs = {"texts": texts, "question": question, "levels": list(levels)}
+    async with ToolCall("score", model=model, timeout=timeout, backend_options=backend_options, inputs=inputs) as call:
+        asked = ScoreQuestion(question, levels)
+        requests = [DecisionRequest(state=text, questions={QUESTION_ID: asked}) for text in texts]
+        responses = await call.ask_all(requests, concurrency=concurrency) if texts else []
+        decisions = [
+            LevelDecision.of(index, response.answers[QUESTION_ID], levels) for index, response in enumerate(responses)
+        ]
+        notes = notes_of(responses, lambda position, _: position)
+        call.record_outputs({"levels": [decision.to_dict() for decision in decisions]})
+        return ScoreResult([], call.answered_by, call.usage, call.run_id, notes, None, [], decisions)
 
 
 def _texts_in_questions(chain: Sequence[Backend], question: str, texts: Sequence[str]) -> dict[int, str]:

@@ -34,8 +34,8 @@ from ..stores.artifacts import ArtifactStore, Stamp, check_ref
 from ..types.answers import Usage
 from ._checks import check_count, check_top_k
 from ._definition import Offered, ToolDefinition, Wire, sync_twin_of
-from ._outputs import UsageOut
-from ._params import BaseUrl, FromOne, FromZero, Text, Timeout
+from ._outputs import Rows, UsageOut
+from ._params import ApiKey, BaseUrl, FromOne, FromZero, Text, Timeout
 from ._evaluators import (
     DEFAULT_EXEC_TIMEOUT,
     Evaluation,
@@ -88,7 +88,10 @@ class ScoredRef:
 
 
 @dataclass(frozen=True)
-class ScoreListResult:
+class ScoreListResult(Rows[ScoredRef]):
+    """A sequence of its ``ranked``; ``to_dict()`` gives the tool's JSON shape."""
+
+    rows = "ranked"
     run_id: str
     evaluator: str
     #: As asked; 0 means rank only.
@@ -264,6 +267,7 @@ async def ascore_list(
     ] = DEFAULT_EXEC_TIMEOUT,
     timeout: Timeout = None,
     base_url: BaseUrl = None,
+    api_key: ApiKey = None,
     on_progress: Annotated[
         Callable[[], None] | None,
         Field(description="Called once per ref scored."),
@@ -307,7 +311,7 @@ async def ascore_list(
             TOOL_NAME,
             model=model if chosen.needs_model else None,
             timeout=timeout,
-            backend_options={"base_url": base_url},
+            backend_options={"base_url": base_url, "api_key": api_key},
             inputs=inputs,
         ) as call:
             # Commands share the call's one budget as model calls do: none runs past it.
