@@ -49,6 +49,16 @@ class Backend(abc.ABC):
         caller's cancellation is seen at once.
         """
 
+    def question_about(self, question: str, text: str) -> str | None:
+        """A question that carries ``text`` inside it and that this model reads exactly as ``question``
+        asked with ``text`` as the state, or None when it has no such reading.
+
+        Where a model has one, a tool may ask many texts' questions in one call about an empty
+        state instead of one call per text (score does, on the embedded model). The default is
+        None: a wire format's model is asked as it is asked, one state per request.
+        """
+        return None
+
     async def aclose(self) -> None:
         """Release connections or other resources; the default holds none."""
 

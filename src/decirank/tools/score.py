@@ -17,14 +17,13 @@ ones, and ``raw_probabilities`` keeps the model's.
 How the texts travel depends on what the role's models take in one call. The
 System One and OpenAI wire formats carry one state per request, so each text
 is its own request, at most ``max_concurrency`` in flight, all under the call's
-one budget. The embedded model (``local``, with its dense encoder) reads a
-yes/no question that ends in a labelled block, ``<question>\nText: <text>``,
-as that question asked of the block, exactly as it reads the question asked
-with the text as the state, and answers a call's questions with one encoder
-pass over all their texts; so for it the texts go as the questions of a few
-calls of ``max_questions`` each, as filter's items do. A text that would not
-read back exactly (leading or trailing blanks), or a question that already has
-a frame or a block of its own, goes as its own request instead.
+one budget. A model that reads a question carrying the text inside it exactly
+as the question asked with the text as the state says so
+(:meth:`~decirank.backends.base.Backend.question_about`: the embedded model's
+dense encoder does, and answers a call's questions with one encoder pass over
+all their texts); for it the texts go as the questions of a few calls of
+``max_questions`` each, as filter's items do. A text it has no such reading
+for goes as its own request instead.
 """
 
 from __future__ import annotations
@@ -72,8 +71,6 @@ from ._params import (
 __all__ = ["DEFAULT_MAX_CONCURRENCY", "SCORE", "ScoreOutput", "ScoreResult", "ascore", "likelihood_examples", "score"]
 
 QUESTION_ID = "score"
-#: The label of the block a text is asked in, where the texts go inside questions.
-SUBJECT_LABEL = "Text"
 #: Requests in flight at once where each text is a request of its own.
 DEFAULT_MAX_CONCURRENCY = 16
 
@@ -274,25 +271,15 @@ async def _graded(
 def _texts_in_questions(chain: Sequence[Backend], question: str, texts: Sequence[str]) -> dict[int, str]:
     """The texts (by position) that go inside questions, each as the question that asks of it; see the docstring.
 
-    Only where every model of the role reads such a question exactly as the text asked as the state,
-    so a failover cannot change an answer: the embedded model with its dense encoder (the
-    SPLADE-only variant compares a framed passage the other way round).
+    Only where every model of the role reads such a question exactly as the text asked as the state
+    (:meth:`~decirank.backends.base.Backend.question_about`), and reads it the same way, so a
+    failover cannot change an answer.
     """
-    if not texts or not all(backend.provider == "local" for backend in chain):
-        return {}
-    # Imported only here: the chain is the embedded model, so its package is loaded already.
-    from ..backends.local._model import VARIANTS
-    from ..backends.local._text import split_question
-
-    if not all(VARIANTS[backend.model].dense for backend in chain):
-        return {}
-    if split_question(question) != ("", question):
-        return {}
     found = {}
     for index, text in enumerate(texts):
-        asked = f"{question}\n{SUBJECT_LABEL}: {text}"
-        if split_question(asked) == (question, text):
-            found[index] = asked
+        asked = {backend.question_about(question, text) for backend in chain}
+        if len(asked) == 1 and None not in asked:
+            found[index] = asked.pop()
     return found
 
 

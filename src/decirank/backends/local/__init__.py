@@ -22,6 +22,10 @@ from ...types.limits import ModelLimits
 from ...types.questions import DecisionRequest
 from ..base import Backend
 from ._model import VARIANTS, LocalModel
+from ._text import split_question
+
+#: The label of the block a text is asked in, where a question carries its text (:meth:`question_about`).
+SUBJECT_LABEL = "Text"
 
 __all__ = ["LocalBackend"]
 
@@ -41,6 +45,18 @@ class LocalBackend(Backend):
         # few seconds on two cores. Texts are read in windows of 256 tokens up to a cap (``_model.MAX_WINDOWS``)
         # and cut there with a note, so no call is too large for the context.
         return ModelLimits(max_options=255, max_questions=256, max_levels=10, context_tokens=None)
+
+    def question_about(self, question: str, text: str) -> str | None:
+        """``<question>\nText: <text>``, which the dense encoder reads as ``question`` asked of ``text``.
+
+        Only where it reads back exactly: a question that already has a frame or a block of its own,
+        or a text with leading or trailing blanks, would split elsewhere. The SPLADE-only variant
+        compares a framed passage the other way round, so it has no such reading.
+        """
+        if not VARIANTS[self.model].dense or split_question(question) != ("", question):
+            return None
+        asked = f"{question}\n{SUBJECT_LABEL}: {text}"
+        return asked if split_question(asked) == (question, text) else None
 
     def load(self) -> None:
         """Load the encoders now rather than on the first call (a second or so)."""
