@@ -12,6 +12,7 @@ import typer
 from ..batching.engines import usable_cores
 from ..decisions.decider import Decider
 from ..errors import MissingAssetError
+from ..tools._checks import MAX_ITEMS
 from ..tools.rerank import PER_DOCUMENT_TIMEOUT
 from ._app import app
 from ._output import check_host, error_console
@@ -134,6 +135,8 @@ def serve(
     model at /v1/systemone and /v1/decisions; the run log at /v1/runs; their OpenAPI document at /openapi.json;
     probes at /healthz (alive) and /readyz (model loaded, run log writable); Prometheus metrics at /metrics; a page
     to try them at /.
+
+    A call takes at most {max_items} items, documents or texts; more is a 422 naming the field and the limit.
     """
     try:
         from ..server.workers import PortInUseError, ServeOptions, listen
@@ -181,3 +184,7 @@ def serve(
         cores_text += " each" if options.workers > 1 else ""
     error_console.print(f"decirank serve: http://{host}:{port} (model {model}, {workers_text} on {cores_text})")
     run_server(options, sock)
+
+
+# The limit is stated from the constant, so --help says what the server does.
+serve.__doc__ = (serve.__doc__ or "").replace("{max_items}", f"{MAX_ITEMS:,}")

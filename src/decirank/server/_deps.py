@@ -24,6 +24,7 @@ from fastapi.routing import APIRoute
 from .._jsonpath import first_unfit, too_deep_in_text
 from ..decisions.decider import DEFAULT_ROLE
 from ..errors import InvalidInputError
+from ..tools._checks import MAX_ITEMS
 from . import wire
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "RequestBudget",
     "SafeJSONResponse",
     "ServerSettings",
+    "check_item_counts",
     "clean_text",
     "error_responses",
     "key_missing",
@@ -53,6 +55,9 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_BODY_TIMEOUT = 10.0
 #: Seconds a request may take when it names no budget of its own.
 DEFAULT_TIMEOUT = 30.0
+#: Bodies up to this size are parsed on the event loop (under a millisecond); a larger one, up to the
+#: 4 MiB limit, takes up to seconds, and is parsed in a worker thread while other requests are answered.
+INLINE_PARSE_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -217,8 +222,32 @@ class _ParsedRequest(Request):
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            self._json = parse_body(await self.body())
+            body = await self.body()
+            if len(body) <= INLINE_PARSE_BYTES:
+                self._json = parse_body(body)
+            else:
+                self._json = await anyio.to_thread.run_sync(parse_body, body)
         return self._json
+
+
+def check_item_counts(document: Any) -> None:
+    """Refuse a body whose top-level array (``items``, ``documents``, ``texts``, ``refs``) holds more than
+    :data:`~decirank.tools._checks.MAX_ITEMS` values, before FastAPI validates it value by value.
+
+    The tools refuse the same with the same error; here it costs no more than a length, where a million
+    values would hold the event loop for seconds on their way to the tool.
+    """
+    if not isinstance(document, dict):
+        return
+    for key, value in document.items():
+        if isinstance(value, list) and len(value) > MAX_ITEMS:
+            field = clean_text(str(key))
+            raise BodyError(
+                [field],
+                f"at most {MAX_ITEMS} items in one call",
+                detail=f"{len(value)} were given; send the rest in further calls, or a file to decirank batch",
+                kind="too_long",
+            )
 
 
 class GuardedRoute(APIRoute):
@@ -247,7 +276,8 @@ class GuardedRoute(APIRoute):
                 return SafeJSONResponse({"error": error}, status_code=415)
             # A route without a body ignores one sent anyway (a GET with a body), as FastAPI does.
             if takes_body and await parsed.body():
-                await parsed.json()  # a BodyError here goes to the error handlers, as any DecirankError
+                # A BodyError here goes to the error handlers, as any DecirankError.
+                check_item_counts(await parsed.json())
             return await handler(parsed)
 
         return guarded
