@@ -17,6 +17,12 @@ the key::
     [tracing]
     enabled = true                  # OpenTelemetry spans (DECIRANK_TRACING=on|off wins)
 
+    [runlog]
+    enabled = false                 # the run log (DECIRANK_RUNLOG=off, or a path, wins)
+    texts = "hashes"                # "full" or "hashes" (DECIRANK_RUNLOG_TEXTS wins)
+    keep_days = 30                  # runs older are removed, in the background
+    max_mb = 500                    # the oldest runs are removed past this size
+
 API keys are never stored here: they come from each provider's environment
 variable.
 """
@@ -35,7 +41,7 @@ from typing import Any
 from ._paths import config_file
 from .errors import ConfigError
 
-__all__ = ["Config", "load_config", "switch"]
+__all__ = ["RUNLOG_TEXTS", "Config", "load_config", "switch"]
 
 # Option names that would put a secret in the file; keys belong in environment variables.
 _SECRET_OPTIONS = frozenset({"api_key", "key", "token", "password", "secret"})
@@ -52,6 +58,11 @@ class Config:
     cache_enabled: bool | None = None
     #: ``[tracing] enabled``; None when the file does not say.
     tracing_enabled: bool | None = None
+    #: ``[runlog] enabled``, ``texts`` ("full" or "hashes"), ``keep_days`` and ``max_mb``; None when not said.
+    runlog_enabled: bool | None = None
+    runlog_texts: str | None = None
+    runlog_keep_days: float | None = None
+    runlog_max_mb: float | None = None
 
 
 _cached: tuple[Path, tuple[int, int] | None, Config] | None = None
@@ -89,7 +100,32 @@ def _parse(path: Path) -> Config:
         providers=MappingProxyType(_parse_providers(path, data.get("providers", {}))),
         cache_enabled=_parse_enabled(path, "cache", data.get("cache", {})),
         tracing_enabled=_parse_enabled(path, "tracing", data.get("tracing", {})),
+        **_parse_runlog(path, data.get("runlog", {})),
     )
+
+
+#: What ``[runlog] texts`` (and ``DECIRANK_RUNLOG_TEXTS``) may say.
+RUNLOG_TEXTS = ("full", "hashes")
+
+
+def _parse_runlog(path: Path, section: Any) -> dict[str, Any]:
+    table = _table(path, "runlog", section)
+    texts = table.get("texts")
+    if texts is not None and texts not in RUNLOG_TEXTS:
+        raise ConfigError(f"{path}: runlog.texts: expected \"full\" or \"hashes\", got {texts!r}")
+    limits = {}
+    for key in ("keep_days", "max_mb"):
+        value = table.get(key)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if value is not None and not (number and 0 < value < float("inf")):
+            raise ConfigError(f"{path}: runlog.{key}: expected a number greater than 0, got {value!r}")
+        limits[key] = float(value) if value is not None else None
+    return {
+        "runlog_enabled": _parse_enabled(path, "runlog", table),
+        "runlog_texts": texts,
+        "runlog_keep_days": limits["keep_days"],
+        "runlog_max_mb": limits["max_mb"],
+    }
 
 
 def _table(path: Path, key: str, value: Any) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import os
 from enum import Enum
 from typing import Annotated
 
@@ -16,6 +17,13 @@ from ..tools._checks import MAX_ITEMS
 from ..tools.rerank import PER_DOCUMENT_TIMEOUT
 from ._app import app
 from ._output import check_host, error_console
+
+
+class RunlogTexts(str, Enum):
+    """What the run log keeps of the texts of requests."""
+
+    full = "full"
+    hashes = "hashes"
 
 
 class LogLevel(str, Enum):
@@ -126,6 +134,15 @@ def serve(
             help="Seconds requests in flight may take to finish after SIGTERM before they are cancelled.",
         ),
     ] = 30.0,
+    runlog_texts: Annotated[
+        RunlogTexts | None,
+        typer.Option(
+            "--runlog-texts",
+            envvar="DECIRANK_RUNLOG_TEXTS",
+            help="What the run log keeps of requests' texts: full, or hashes (each text's SHA-256 and length "
+            "only). Default: [runlog] texts in the config, else full.",
+        ),
+    ] = None,
     log_level: Annotated[LogLevel, typer.Option("--log-level", help="uvicorn's log level.")] = LogLevel.warning,
 ) -> None:
     """Serve the tools and the model over HTTP.
@@ -150,6 +167,9 @@ def serve(
         raise typer.BadParameter(
             f"{threads} is more than the {len(cores)} cores this process may use", param_hint="--threads"
         )
+    if runlog_texts is not None:
+        # Through the environment, which every worker inherits and the run log reads on each call.
+        os.environ["DECIRANK_RUNLOG_TEXTS"] = runlog_texts.value
     # Resolved here, so a model that cannot answer fails now, not in every worker.
     Decider.resolve(model)
     options = ServeOptions(

@@ -44,6 +44,34 @@ surrogates included, and read back exactly; plain text columns show lone
 surrogates and NUL as backslash escapes), and a row the database still
 refuses fails only its own tool call; the runs sharing its batch commit.
 
+What is kept of texts
+---------------------
+
+Requests hold users' texts, often the same ones again and again (a
+document asked about in a thousand calls). In ``full`` mode (the default)
+every string of a model call's request at least :data:`SHARED_TEXT_CHARS`
+long is kept once, content-addressed, in ``run_texts`` (by its SHA-256),
+and the request refers to it as ``{"$text": "<sha256>"}``; reading a run
+puts the texts back. A repeated call grows the log by its metadata only. In
+``hashes`` mode (``DECIRANK_RUNLOG_TEXTS=hashes``, ``[runlog] texts`` in the
+config, ``decirank serve --runlog-texts hashes``, or :func:`texts_kept` for
+the calls in a block) no text is kept at all: every string of a run's
+inputs, outputs and requests but a question's ``type`` becomes
+``{"sha256": ..., "length": ...}``, and the run's ``texts`` column says
+``hashes``.
+
+Retention
+---------
+
+:meth:`RunLog.prune` removes whole finished runs (a top-level run with
+every run below it, never one with any part still ``running``), oldest
+first: those started before a time, or as many as bring the log under a
+size; then the stored texts no run refers to any longer. ``[runlog]
+keep_days`` and ``max_mb`` in the config have a background thread do so
+when the process opens its log, and every :data:`RETENTION_INTERVAL`
+seconds after, a few hundred runs per transaction so writers never wait
+long.
+
 Runs left ``running`` by a process that died are marked ``interrupted``
 (error type ``Interrupted``) the next time any process opens the log. Each
 opening row records its writer: host name, boot id, PID namespace, PID and
@@ -59,20 +87,23 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import math
 import os
 import socket
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from .._config import RUNLOG_TEXTS, load_config
 from .._jsonpath import MAX_NESTING
-from .._paths import data_file
+from .._paths import data_dir, data_file
 from ..errors import ConfigError, InvalidInputError
 from ._database import (
     BatchWriter,
@@ -88,8 +119,13 @@ from ._migrations import Migration, migrate
 __all__ = [
     "MIGRATIONS",
     "RUN_STATUSES",
+    "RUNLOG_TEXTS",
     "RunLog",
     "configured_location",
+    "configured_texts",
+    "off_marker",
+    "retention_settings",
+    "texts_kept",
     "current_parent_run",
     "current_runlog",
     "new_run_id",
@@ -157,12 +193,31 @@ MIGRATIONS: tuple[Migration, ...] = (
             "WHERE status = 'running'",
         ),
     ),
+    Migration(
+        "m003_shared_texts",
+        (
+            # Each long text of a request, once, by the SHA-256 of its UTF-8 (see "What is kept of texts").
+            "CREATE TABLE run_texts (hash TEXT PRIMARY KEY, length INTEGER NOT NULL, text TEXT NOT NULL)",
+            # Which rows refer to which texts: pruning a run frees the texts no other run refers to.
+            "CREATE TABLE run_text_refs (run_id TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (run_id, hash))",
+            "CREATE INDEX run_text_refs_hash ON run_text_refs (hash)",
+            # "full" or "hashes": what the row kept of its texts (NULL, from before: full).
+            "ALTER TABLE runs ADD COLUMN texts TEXT",
+        ),
+    ),
 )
+
+#: Strings of a request at least this long are kept once in ``run_texts`` and referred to by hash.
+SHARED_TEXT_CHARS = 256
+#: Seconds between two background retention passes.
+RETENTION_INTERVAL = 600.0
+#: Top-level runs removed per transaction when pruning.
+PRUNE_BATCH = 200
 
 _COLUMNS = (
     "id", "parent_id", "kind", "tool", "role", "model", "provider", "status", "decision", "attempt", "cached",
     "inputs", "outputs", "request", "answers", "error_type", "error", "input_tokens", "output_tokens",
-    "cached_tokens", "cost", "currency", "calls", "started_at", "ended_at", "duration_ms", "writer",
+    "cached_tokens", "cost", "currency", "calls", "started_at", "ended_at", "duration_ms", "writer", "texts",
 )  # fmt: skip
 # Rows are written at a run's start and again at its end, in batches (see RunLog._write).
 _UPSERT = (
@@ -175,8 +230,10 @@ _CLEAR_ERROR = "UPDATE runs SET error_type = NULL, error = NULL WHERE id = ?"
 # Columns a listing shows; the request and answers stay in ``show``.
 _SUMMARY_COLUMNS = (
     "id, parent_id, kind, tool, role, model, provider, status, decision, attempt, cached, error_type, error, "
-    "input_tokens, output_tokens, cached_tokens, cost, currency, calls, started_at, ended_at, duration_ms"
+    "input_tokens, output_tokens, cached_tokens, cost, currency, calls, started_at, ended_at, duration_ms, texts"
 )
+_INSERT_TEXT = "INSERT INTO run_texts (hash, length, text) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING"
+_INSERT_TEXT_REF = "INSERT INTO run_text_refs (run_id, hash) VALUES (?, ?) ON CONFLICT (run_id, hash) DO NOTHING"
 _JSON_COLUMNS = ("inputs", "outputs", "request", "answers")
 
 
@@ -225,6 +282,64 @@ def _salvage(params: Sequence[Any]) -> tuple[Any, ...]:
         else:
             safer.append(_text(value))
     return tuple(safer)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _hashed(value: Any, key: Any = None) -> Any:
+    """``value`` with every string replaced by its SHA-256 and length; a question's ``type`` is kept, so the
+    row still says what was asked, and so are mapping keys (ids, option keys)."""
+    if isinstance(value, str):
+        if key == "type":
+            return value
+        return {"sha256": _digest(value), "length": len(value)}
+    if isinstance(value, dict | Mapping):
+        return {name: _hashed(item, name) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_hashed(item) for item in value]
+    return value
+
+
+def _shared(value: Any, texts: dict[str, str]) -> Any:
+    """``value`` with each string of at least :data:`SHARED_TEXT_CHARS` characters replaced by
+    ``{"$text": sha256}``; the texts themselves are put in ``texts`` (sha256 -> text), to be stored once."""
+    if isinstance(value, str):
+        if len(value) < SHARED_TEXT_CHARS:
+            return value
+        text = _text(value)
+        digest = _digest(text)
+        texts[digest] = text
+        return {"$text": digest}
+    if isinstance(value, dict | Mapping):
+        return {name: _shared(item, texts) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_shared(item, texts) for item in value]
+    return value
+
+
+def _text_references(value: Any, found: set[str]) -> None:
+    if isinstance(value, dict):
+        if len(value) == 1 and isinstance(value.get("$text"), str):
+            found.add(value["$text"])
+            return
+        for item in value.values():
+            _text_references(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _text_references(item, found)
+
+
+def _with_texts(value: Any, texts: Mapping[str, str]) -> Any:
+    """``value`` with each ``{"$text": sha256}`` put back as its text (left as it is if the text is gone)."""
+    if isinstance(value, dict):
+        if len(value) == 1 and isinstance(value.get("$text"), str):
+            return texts.get(value["$text"], value)
+        return {name: _with_texts(item, texts) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_with_texts(item, texts) for item in value]
+    return value
 
 
 def summarize(value: Any, *, max_text: int = 200, max_items: int = 5, max_depth: int = 10) -> Any:
@@ -279,6 +394,8 @@ class RunLog:
         migrate(database, MIGRATIONS)
         # A run's last row is waited for (see "Durability" above); the rest ride along. Readers flush first.
         self._writer = BatchWriter(database, salvage=_salvage)
+        #: The background retention of the process's own log, when the config asks for one.
+        self.retention: _Retention | None = None
         self.mark_interrupted()
 
     @classmethod
@@ -297,6 +414,8 @@ class RunLog:
         self._writer.flush()
 
     def close(self) -> None:
+        if self.retention is not None:
+            self.retention.stop()
         self.flush()
         self.database.close()
 
@@ -346,6 +465,7 @@ class RunLog:
 
         A run opened again (a batch resumed after it was interrupted) loses the error it was closed with.
         """
+        texts = configured_texts()
         self._write(
             run_id,
             id=run_id,
@@ -354,9 +474,10 @@ class RunLog:
             tool=_text(tool),
             role=_text(role),
             status="running",
-            inputs=_json(inputs),
+            inputs=_json(_hashed(inputs) if texts == "hashes" else inputs),
             started_at=timestamp(started),
             writer=_WRITER.token,
+            texts=texts,
         )
         self._writer.submit(_CLEAR_ERROR, (run_id,), key=run_id)
 
@@ -377,6 +498,8 @@ class RunLog:
         Returns once the run, its model calls included, is committed; raises
         :class:`~decirank.errors.StoreError` when any of its rows could not be.
         """
+        if configured_texts() == "hashes":
+            outputs = _hashed(outputs)
         self._write(
             run_id,
             wait=True,
@@ -412,8 +535,20 @@ class RunLog:
     ) -> str:
         """One finished model call (or cache hit); returns its id."""
         run_id = new_run_id()
+        key = parent_id or run_id
+        texts = configured_texts()
+        if texts == "hashes":
+            request = _hashed(request)
+        else:
+            shared: dict[str, str] = {}
+            request = _shared(request, shared)
+            # Before the row that refers to them, in the same order: a committed row never lacks its texts.
+            for digest, text in shared.items():
+                self._writer.submit(_INSERT_TEXT, (digest, len(text), text), key=key)
+            for digest in shared:
+                self._writer.submit(_INSERT_TEXT_REF, (run_id, digest), key=key)
         self._write(
-            parent_id or run_id,
+            key,
             id=run_id,
             parent_id=parent_id,
             kind="model",
@@ -427,6 +562,7 @@ class RunLog:
             cached=int(cached),
             request=_json(request),
             answers=_json(answers),
+            texts=texts,
             error_type=_text(error["type"]) if error else None,
             error=_text(error["message"]) if error else None,
             started_at=timestamp(started),
@@ -470,7 +606,10 @@ class RunLog:
             params.append(limit)
         if with_inputs:
             return [_decode(row) for row in self.database.query(sql, params)]
-        return [{**row, "cached": bool(row["cached"])} for row in self.database.query(sql, params)]
+        return [
+            {**row, "cached": bool(row["cached"]), "texts": row["texts"] or "full"}
+            for row in self.database.query(sql, params)
+        ]
 
     def run(self, run_id: str) -> dict[str, Any]:
         """One run by id or unique id prefix, with its model calls as ``children``."""
@@ -488,7 +627,26 @@ class RunLog:
             "SELECT * FROM runs WHERE parent_id = ? ORDER BY started_at, decision, attempt", (run["id"],)
         )
         run["children"] = [_decode(child) for child in children]
+        references: set[str] = set()
+        for row in (run, *run["children"]):
+            _text_references(row.get("request"), references)
+        if references:
+            texts = self._stored_texts(references)
+            for row in (run, *run["children"]):
+                if row.get("request") is not None:
+                    row["request"] = _with_texts(row["request"], texts)
         return run
+
+    def _stored_texts(self, digests: set[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        ordered = sorted(digests)
+        for start in range(0, len(ordered), 500):
+            part = ordered[start : start + 500]
+            rows = self.database.query(
+                f"SELECT hash, text FROM run_texts WHERE hash IN ({', '.join('?' for _ in part)})", part
+            )
+            found.update((row["hash"], row["text"]) for row in rows)
+        return found
 
     def count(self, *, kind: str | None = None) -> int:
         self.flush()
@@ -530,6 +688,139 @@ class RunLog:
             row["p95_ms"] = _percentile(latencies, 0.95)
         total = sum(int(row["runs"]) for row in tools)
         return {"runs": total, "by_tool": [{**row, "runs": int(row["runs"])} for row in tools], "models": models}
+
+
+    # -- retention -------------------------------------------------------------------------
+
+    def size(self) -> int:
+        """Bytes the runs take: SQLite's pages in use (a removed run's pages are reused, not returned), or
+        on PostgreSQL the length of what the rows hold."""
+        if isinstance(self.database, SQLiteDatabase):
+            pages = self.database.query("PRAGMA page_count")[0]
+            free = self.database.query("PRAGMA freelist_count")[0]
+            page_size = self.database.query("PRAGMA page_size")[0]
+            return (int(next(iter(pages.values()))) - int(next(iter(free.values())))) * int(
+                next(iter(page_size.values()))
+            )
+        columns = " + ".join(f"COALESCE(OCTET_LENGTH({column}), 0)" for column in (*_JSON_COLUMNS, "error"))
+        rows = self.database.query(f"SELECT COALESCE(SUM({columns}), 0) AS n FROM runs")
+        texts = self.database.query("SELECT COALESCE(SUM(OCTET_LENGTH(text)), 0) AS n FROM run_texts")
+        return int(rows[0]["n"]) + int(texts[0]["n"])
+
+    def prune(
+        self, *, before: float | None = None, max_bytes: int | None = None, pause: float = 0.0
+    ) -> dict[str, int]:
+        """Remove whole finished runs, oldest first: those started before ``before`` (seconds since the epoch),
+        then as many as bring :meth:`size` to ``max_bytes`` or under; and the texts no run refers to any more.
+
+        A run goes with every run below it (its model calls, a plan's steps), and never while any of them is
+        ``running``. Each batch of :data:`PRUNE_BATCH` top-level runs is one transaction, with ``pause``
+        seconds between them for other writers. Returns how many runs (of every kind) and texts were removed.
+        """
+        self.flush()
+        removed = {"runs": 0, "texts": 0}
+        if before is not None:
+            cutoff = timestamp(before)
+            while self._prune_batch("AND COALESCE(r.started_at, r.ended_at) < ?", [cutoff], removed):
+                time.sleep(pause)
+        if max_bytes is not None:
+            # A tenth of the runs at a time: each step frees about a tenth, so little more goes than must.
+            tools = self.count(kind="tool")
+            step = max(1, min(PRUNE_BATCH, tools // 10))
+            while self.size() > max_bytes and self._prune_batch("", [], removed, limit=step):
+                time.sleep(pause)
+        return removed
+
+    def _prune_batch(
+        self, condition: str, params: list[Any], removed: dict[str, int], *, limit: int = PRUNE_BATCH
+    ) -> bool:
+        """Remove the oldest ``limit`` finished top-level runs meeting ``condition``; whether any went."""
+        database = self.database
+        with database.transaction():
+            # Top-level: no parent, or a parent no longer in the log (a row whose parent was never written).
+            roots = [
+                row["id"]
+                for row in database.query(
+                    "SELECT r.id FROM runs r WHERE r.status != 'running' AND (r.parent_id IS NULL OR NOT EXISTS "
+                    f"(SELECT 1 FROM runs p WHERE p.id = r.parent_id)) {condition} "
+                    "ORDER BY COALESCE(r.started_at, r.ended_at), r.id LIMIT ?",
+                    [*params, limit],
+                )
+            ]
+            if not roots:
+                return False
+            # UNION, not UNION ALL: a parent loop in a damaged log ends the walk instead of looping forever.
+            tree = database.query(
+                "WITH RECURSIVE tree(root, id, status) AS ("
+                f"SELECT id, id, status FROM runs WHERE id IN ({', '.join('?' for _ in roots)}) "
+                "UNION SELECT tree.root, runs.id, runs.status FROM runs JOIN tree ON runs.parent_id = tree.id) "
+                "SELECT root, id, status FROM tree",
+                roots,
+            )
+            busy = {row["root"] for row in tree if row["status"] == "running"}
+            doomed = sorted({row["id"] for row in tree if row["root"] not in busy})
+            if not doomed:
+                return False
+            freed: set[str] = set()
+            for start in range(0, len(doomed), 500):
+                part = doomed[start : start + 500]
+                marks = ", ".join("?" for _ in part)
+                freed.update(
+                    row["hash"]
+                    for row in database.query(f"SELECT DISTINCT hash FROM run_text_refs WHERE run_id IN ({marks})", part)
+                )
+                database.execute(f"DELETE FROM run_text_refs WHERE run_id IN ({marks})", part)
+                database.execute(f"DELETE FROM runs WHERE id IN ({marks})", part)
+            hashes = sorted(freed)
+            for start in range(0, len(hashes), 500):
+                part = hashes[start : start + 500]
+                unreferenced = (
+                    f"hash IN ({', '.join('?' for _ in part)}) AND NOT EXISTS "
+                    "(SELECT 1 FROM run_text_refs x WHERE x.hash = run_texts.hash)"
+                )
+                removed["texts"] += int(
+                    database.query(f"SELECT COUNT(*) AS n FROM run_texts WHERE {unreferenced}", part)[0]["n"]
+                )
+                database.execute(f"DELETE FROM run_texts WHERE {unreferenced}", part)
+        removed["runs"] += len(doomed)
+        return True
+
+    def compact(self) -> None:
+        """Give the pages removed runs freed back to the file system (SQLite's VACUUM; PostgreSQL's own)."""
+        self.flush()
+        if isinstance(self.database, SQLiteDatabase):
+            self.database.execute("VACUUM")
+
+    def status(self) -> dict[str, Any]:
+        """Where the log is, its size, rows, oldest run, and the settings that govern it."""
+        self.flush()
+        counts = {
+            row["kind"]: int(row["n"])
+            for row in self.database.query("SELECT kind, COUNT(*) AS n FROM runs GROUP BY kind")
+        }
+        oldest = self.database.query("SELECT MIN(started_at) AS oldest FROM runs WHERE kind = 'tool'")[0]["oldest"]
+        texts = int(self.database.query("SELECT COUNT(*) AS n FROM run_texts")[0]["n"])
+        file_bytes = None
+        if isinstance(self.database, SQLiteDatabase):
+            path = self.database.path
+            file_bytes = sum(
+                candidate.stat().st_size
+                for candidate in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"))
+                if candidate.exists()
+            )
+        keep_days, max_mb = retention_settings()
+        return {
+            "location": self.location,
+            "texts": configured_texts(),
+            "bytes": self.size(),
+            "file_bytes": file_bytes,
+            "runs": counts.get("tool", 0),
+            "model_calls": counts.get("model", 0),
+            "stored_texts": texts,
+            "oldest": oldest,
+            "keep_days": keep_days,
+            "max_mb": max_mb,
+        }
 
 
 # -- who writes: telling a dead writer's open runs from a live one's -------------------------
@@ -645,6 +936,8 @@ def _decode(row: dict[str, Any]) -> dict[str, Any]:
         if row.get(column) is not None:
             row[column] = _stored_json(row[column])
     row["cached"] = bool(row["cached"])
+    if "texts" in row:
+        row["texts"] = row["texts"] or "full"
     return row
 
 
@@ -656,11 +949,96 @@ _default: tuple[str, RunLog] | None = None
 _lock = threading.Lock()
 
 
+def off_marker() -> Path:
+    """The file ``decirank runs off`` leaves in the data directory, and ``decirank runs on`` removes."""
+    return data_dir() / "runlog-off"
+
+
+def _switched_off() -> bool:
+    """``decirank runs off``, or ``[runlog] enabled = false``; ``DECIRANK_RUNLOG`` (off or a path) wins over both."""
+    return off_marker().exists() or load_config().runlog_enabled is False
+
+
 def _configured_target() -> str | None:
     environ = os.environ
-    return _target_for(
-        environ.get("DECIRANK_RUNLOG", ""), environ.get("DECIRANK_DATABASE_URL", ""), environ.get("DECIRANK_HOME")
-    )
+    setting = environ.get("DECIRANK_RUNLOG", "")
+    if not setting.strip() and _switched_off():
+        return None
+    return _target_for(setting, environ.get("DECIRANK_DATABASE_URL", ""), environ.get("DECIRANK_HOME"))
+
+
+# Per call (a block of calls) from Python: see texts_kept.
+_texts_override: ContextVar[str | None] = ContextVar("decirank_runlog_texts", default=None)
+
+
+def _check_texts(value: str, where: str) -> str:
+    value = value.strip().lower()
+    if value not in RUNLOG_TEXTS:
+        raise ConfigError(f"{where}: expected full or hashes, got {value!r}")
+    return value
+
+
+def configured_texts() -> str:
+    """What the run log keeps of texts now: ``full`` or ``hashes``.
+
+    :func:`texts_kept` for the calls in its block, else ``DECIRANK_RUNLOG_TEXTS``, else ``[runlog] texts``
+    in the config, else ``full``.
+    """
+    override = _texts_override.get()
+    if override is not None:
+        return override
+    setting = os.environ.get("DECIRANK_RUNLOG_TEXTS", "")
+    if setting.strip():
+        return _check_texts(setting, "DECIRANK_RUNLOG_TEXTS")
+    return load_config().runlog_texts or "full"
+
+
+@contextlib.contextmanager
+def texts_kept(mode: str) -> Iterator[None]:
+    """Record the runs started in the block with ``mode`` (``"full"`` or ``"hashes"``), whatever else says."""
+    if not isinstance(mode, str) or mode.strip().lower() not in RUNLOG_TEXTS:
+        raise InvalidInputError("texts", "full or hashes", got=mode)
+    token = _texts_override.set(mode.strip().lower())
+    try:
+        yield
+    finally:
+        _texts_override.reset(token)
+
+
+def retention_settings() -> tuple[float | None, float | None]:
+    """``[runlog] keep_days`` and ``max_mb`` from the config (None where it says nothing)."""
+    config = load_config()
+    return config.runlog_keep_days, config.runlog_max_mb
+
+
+class _Retention:
+    """A daemon thread applying ``[runlog] keep_days`` and ``max_mb`` to one run log: when the process opens
+    it, then every :data:`RETENTION_INTERVAL` seconds, in batches that never hold writers up for long."""
+
+    def __init__(self, runlog: RunLog) -> None:
+        self._runlog = runlog
+        self._stop = threading.Event()
+        self.passes = 0
+        self._thread = threading.Thread(target=self._run, name="decirank-runlog-retention", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                keep_days, max_mb = retention_settings()
+                if keep_days is not None or max_mb is not None:
+                    self._runlog.prune(
+                        before=time.time() - keep_days * 86_400 if keep_days is not None else None,
+                        max_bytes=int(max_mb * 1024 * 1024) if max_mb is not None else None,
+                        pause=0.01,
+                    )
+            except Exception as error:  # a bad config or a busy database: said once a pass, tried again later
+                sys.stderr.write(f"decirank: run log retention: {error}\n")
+            self.passes += 1
+            self._stop.wait(RETENTION_INTERVAL)
 
 
 @functools.lru_cache(maxsize=16)
@@ -688,7 +1066,13 @@ def current_runlog() -> RunLog | None:
         if _default is None or _default[0] != target:
             # The previous one (another DECIRANK_HOME, say) is left to its holders and closed
             # when the last of them lets go.
-            _default = (target, RunLog.open(target))
+            if _default is not None and _default[1].retention is not None:
+                _default[1].retention.stop()
+            runlog = RunLog.open(target)
+            keep_days, max_mb = retention_settings()
+            if keep_days is not None or max_mb is not None:
+                runlog.retention = _Retention(runlog)
+            _default = (target, runlog)
         return _default[1]
 
 
