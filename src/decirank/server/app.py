@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -226,12 +227,17 @@ def _is_loopback_name(host: str) -> bool:
         return False
 
 
+#: A ``Host`` header or an origin's authority as RFC 9110 has it: a name, an IPv4 address or a bracketed IPv6
+#: one, and a port. Nothing else: ``evil.example@127.0.0.1``, ``127.0.0.1/evil.example`` and
+#: ``127.0.0.1:8000, evil.example`` read as loopback to a lenient URL parser, and as evil.example to a proxy.
+_AUTHORITY = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(?::[0-9]{1,5})?")
+
+
 def _host_name(authority: str) -> str:
-    """The host of a ``Host`` header or an origin's authority, without its port: ``[::1]:8000`` is ``::1``."""
-    try:
-        return urlsplit(f"//{authority}").hostname or ""
-    except ValueError:  # a malformed port or bracket
-        return ""
+    """The host of a ``Host`` header or an origin's authority, without its port: ``[::1]:8000`` is ``::1``;
+    "" for anything that is not a plain authority."""
+    match = _AUTHORITY.fullmatch(authority)
+    return match["host"].strip("[]") if match else ""
 
 
 class LoopbackOnly(_HTTPMiddleware):
@@ -267,7 +273,9 @@ class LoopbackOnly(_HTTPMiddleware):
         if "*" in self.allowed_origins or origin.rstrip("/").lower() in self.allowed_origins:
             return True
         parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and _is_loopback_name(_host_name(parts.netloc))
+        # An origin is a scheme and an authority only: one with a path, query or fragment is no browser's.
+        plain = not (parts.path or parts.query or parts.fragment)
+        return plain and parts.scheme in ("http", "https") and _is_loopback_name(_host_name(parts.netloc))
 
 
 async def _cancelled_on_disconnect(app: ASGIApp, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
