@@ -535,6 +535,81 @@ def test_classify_and_score_tabs_take_their_options_and_show_a_bar_per_text(page
     assert "calls 1" in page.text_content("#result-summary")  # the embedded model scores both texts in one call
 
 
+TICKETS = [
+    "The production database is down and no customer can log in.",
+    'Typo on the About page: "teh" should be "the".',
+]
+URGENCY = "How urgent is this ticket?"
+
+
+def _graded_rows(page) -> list[dict]:
+    """Each graded row: the level its tag names, its expected level and its per-level spread, lowest first."""
+    return page.eval_on_selector_all(
+        "#bars > li",
+        """rows => rows.map(r => ({index: Number(r.dataset.index), level: r.dataset.level ?? null,
+            tags: [...r.querySelectorAll('.label .tag')].map(t => t.textContent),
+            p: Number(r.dataset.probability), expected: r.dataset.expected === undefined ? null : Number(r.dataset.expected),
+            spread: [...r.querySelectorAll('.levels [data-level]')].map(l => [l.dataset.level, Number(l.dataset.probability)])}))""",
+    )
+
+
+def test_score_with_levels_shows_each_texts_level_and_its_code_asks_the_same(page, served, tmp_path):
+    """score with levels: what true/false mean goes, each text shows its level, expected level and spread as
+    /v1/score gives them, and the Python, CLI and curl snippets ask for the same levels; emptied, it is yes/no again."""
+    url, _ = served
+    _open(page, url)
+    page.click("#tool-tabs [data-tool=score]")
+    page.fill("#question", URGENCY)
+    page.fill("#items", "\n".join(TICKETS))
+    page.fill("#noul-true", "urgent")  # left over from a yes/no question: with levels it is neither shown nor sent
+    page.fill("#levels", "low\nmedium\nhigh")
+    assert page.is_hidden("#noul-true") and page.is_hidden("#noul-false")
+    assert "answered with a level" in page.text_content("#question-name")
+    _run(page)
+    rows = _graded_rows(page)
+    expected = httpx.post(
+        url + "/v1/score", json={"texts": TICKETS, "question": URGENCY, "levels": ["low", "medium", "high"]}
+    ).json()
+    assert expected["probabilities"] == []
+    assert [row["index"] for row in rows] == [0, 1]
+    assert [row["level"] for row in rows] == [row["tags"][0] for row in rows] == ["high", "low"]
+    for row, want in zip(rows, expected["levels"]):
+        assert row["level"] == want["level"] and row["expected"] == pytest.approx(want["expected_level"])
+        assert [name for name, _ in row["spread"]] == ["low", "medium", "high"]
+        assert dict(row["spread"]) == pytest.approx(want["probabilities"])
+        assert row["p"] == pytest.approx(max(want["probabilities"].values()))
+    assert rows[0]["expected"] > 1.5 > 0.5 > rows[1]["expected"]
+    assert "low < medium < high" in page.text_content("#result-summary")
+
+    page.click("#copy-code")
+    snippets = {}
+    for lang in ("python", "cli", "curl"):
+        page.click(f"#code-tabs [data-lang={lang}]")
+        snippets[lang] = page.text_content("#code")
+    assert 'levels=["low", "medium", "high"]' in snippets["python"] and "true=" not in snippets["python"]
+    assert "--levels 'low,medium,high'" in snippets["cli"] and "--true" not in snippets["cli"]
+    assert json.loads(snippets["curl"].split("<<'EOF'\n")[1].split("\nEOF")[0])["levels"] == ["low", "medium", "high"]
+    env = {**os.environ, "DECIRANK_HOME": str(tmp_path), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    python = subprocess.run([sys.executable, "-c", snippets["python"]], env=env, capture_output=True, text=True)
+    assert python.returncode == 0, python.stderr
+    assert [line.split()[:2] for line in python.stdout.splitlines()] == [["0", "high"], ["1", "low"]]
+    cli = subprocess.run(["bash", "-c", snippets["cli"]], env=env, capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    assert [d["level"] for d in json.loads(cli.stdout)["levels"]] == ["high", "low"]
+    if shutil.which("curl"):
+        curl = subprocess.run(["bash", "-c", snippets["curl"]], env=env, capture_output=True, text=True)
+        assert curl.returncode == 0, curl.stderr
+        assert [d["level"] for d in json.loads(curl.stdout)["levels"]] == ["high", "low"]
+    page.click("#code-tabs [data-lang=python]")
+    page.click("#code-close")
+
+    page.fill("#levels", "")
+    assert page.is_visible("#noul-true")
+    _run(page)
+    rows = _graded_rows(page)
+    assert [row["level"] for row in rows] == [None, None] and all(row["spread"] == [] for row in rows)
+    assert all(0 <= row["p"] <= 1 for row in rows) and "levels" not in page.text_content("#result-summary")
+
 def test_score_list_example_scores_stored_refs_with_issues_and_reasons(page, served):
     """'fill an example' on score_list names refs the server has stored; their results show verdicts,
     the reason and the issues of the broken one."""

@@ -114,7 +114,7 @@
     calibrate: ["Question (asked of each labelled row)", "Labelled rows", 'JSON Lines or a JSON array of {"item" or "state", "answer"}; paste, or choose a file'],
   };
   // Each tab keeps its own draft: switching tabs never carries one tool's question to another.
-  const DRAFT = ["#question", "#items", "#state", "#options", "#none", "#examples", "#noul-true", "#noul-false", "#describe", "#evaluator-arg"];
+  const DRAFT = ["#question", "#items", "#state", "#options", "#none", "#examples", "#noul-true", "#noul-false", "#levels", "#describe", "#evaluator-arg"];
   const drafts = {};
   let shownMode = null;
   // A decision's type is its mode; a score decision's is "levels", apart from the score tool.
@@ -137,8 +137,22 @@
     $("#question-name").textContent = question;
     $("#items-name").textContent = items;
     $("#items-hint").textContent = hint;
+    showGraded();
     countItems();
     refreshCode();
+  }
+
+  // score with levels asks which level each text is at, not a yes/no question: what true and false
+  // mean has no place then (the server refuses them), so those fields go while the levels field has text.
+  const graded = () => tool === "score" && $("#levels").value.trim() !== "";
+  function showGraded() {
+    $("#yes-no").hidden = graded();
+    if (tool === "score") $("#question-name").textContent = graded() ? "Question (asked of each text, answered with a level)" : LABELS.score[0];
+  }
+  /** score's levels, lowest first: one per line or a JSON array; none given is a yes/no question. */
+  function parseLevels() {
+    const levels = parseList($("#levels").value).map(text);
+    return levels.length ? levels : undefined;
   }
 
   async function fillExample() {
@@ -158,6 +172,8 @@
     $("#examples").value = "";
     $("#noul-true").value = example.true || "";
     $("#noul-false").value = example.false || "";
+    $("#levels").value = example.levels || "";
+    showGraded();
     if (example.evaluatorKind) $("#evaluator-kind").value = example.evaluatorKind;
     $("#evaluator-arg").value = example.evaluatorArg || "";
     countItems();
@@ -263,7 +279,8 @@
       body = { texts: list, question, options: parseOptions($("#options").value, true), none: optional("#none"), examples: parseExamples(), model, timeout };
     } else if (m === "score") {
       url = "v1/score";
-      body = { texts: list, question, true: optional("#noul-true"), false: optional("#noul-false"), examples: parseExamples(), model, timeout };
+      const levels = parseLevels();
+      body = { texts: list, question, levels, true: levels ? undefined : optional("#noul-true"), false: levels ? undefined : optional("#noul-false"), examples: parseExamples(), model, timeout };
     } else if (m === "score_list") {
       const kind = $("#evaluator-kind").value;
       if (kind === "exec" && !server.allow_exec) throw new Error("This server does not allow exec: evaluators");
@@ -387,6 +404,9 @@
       summary.append(h("span", {}, "kept ", h("b", { text: `${data.count} of ${data.decisions.length}` })));
     } else if (request.mode === "classify") {
       data.decisions.forEach((d) => bars.append(barRow(d.index + 1, label(body.texts[d.index]), d.probability, { index: d.index, tags: [d.choice] })));
+    } else if (request.mode === "score" && data.levels) {
+      data.levels.forEach((d) => bars.append(gradedRow(d, body.texts[d.index], body.levels)));
+      summary.append(h("span", {}, "levels ", h("b", { text: body.levels.join(" < ") })));
     } else if (request.mode === "score") {
       data.probabilities.forEach((p, i) => bars.append(barRow(i + 1, label(body.texts[i]), p, { index: i })));
     } else if (request.mode === "score_list") {
@@ -407,6 +427,23 @@
       }
     }
     $("#results").hidden = false;
+  }
+  /** One text's graded answer: its most likely level as a tag and that level's probability as the bar, then
+   * the expected level and a small bar per level, lowest first, so a close call between two levels shows. */
+  function gradedRow(decision, item, levels) {
+    // The text in a span of its own, so that a long one is cut short rather than the level's tag after it.
+    const shown = label(item);
+    const row = barRow(decision.index + 1, h("span", { class: "text", title: shown, text: shown }), decision.probabilities[decision.level], { index: decision.index, class: "graded", tags: [decision.level] });
+    row.dataset.level = decision.level;
+    row.dataset.expected = decision.expected_level;
+    const spread = levels.map((name) => {
+      const p = decision.probabilities[name] ?? 0;
+      const fill = h("i");
+      fill.style.width = Math.max(0, Math.min(1, p)) * 100 + "%";
+      return h("span", { class: "level" + (name === decision.level ? " top" : ""), "data-level": name, "data-probability": p }, name + " ", h("span", { class: "mini" }, fill), " " + pct(p));
+    });
+    row.append(h("div", { class: "levels" }, h("span", { class: "expected", text: `expected ${Number(decision.expected_level).toFixed(2)} of 0–${levels.length - 1}` }), ...spread));
+    return row;
   }
   function label(item, describe) {
     if (describe && item && typeof item === "object") {
@@ -572,7 +609,10 @@
       if (request.mode === "rerank") return `import decirank\n\nresult = decirank.rerank(\n${kwargs([["query", b.query], ["documents", b.documents], ["top_k", b.top_n], ["min_relevance", b.min_relevance], ["model", model], ["timeout", b.timeout]])})\nprint(result.to_dict())\n`;
       if (request.mode === "filter") return `import decirank\n\nresult = decirank.filter(\n${kwargs([["items", b.items], ["question", b.question], ["state", b.state], ["min_confidence", b.min_confidence], ["describe", b.describe], ["examples", b.examples], ["model", model], ["timeout", b.timeout]])})\nprint(result.items)\n`;
       if (request.mode === "classify") return `import decirank\n\nresult = decirank.classify(\n${kwargs([["texts", b.texts], ["question", b.question], ["options", b.options], ["none", b.none], ["examples", b.examples], ["model", model], ["timeout", b.timeout]])})\nfor decision in result.decisions:\n    print(decision.choice, decision.probability)\n`;
-      if (request.mode === "score") return `import decirank\n\nresult = decirank.score(\n${kwargs([["texts", b.texts], ["question", b.question], ["true", b.true], ["false", b.false], ["examples", b.examples], ["model", model], ["timeout", b.timeout]])})\nprint(result.probabilities)\n`;
+      if (request.mode === "score") {
+        const shown = b.levels ? "for decision in result.levels:\n    print(decision.index, decision.level, round(decision.expected_level, 2))\n" : "print(result.probabilities)\n";
+        return `import decirank\n\nresult = decirank.score(\n${kwargs([["texts", b.texts], ["question", b.question], ["levels", b.levels], ["true", b.true], ["false", b.false], ["examples", b.examples], ["model", model], ["timeout", b.timeout]])})\n${shown}`;
+      }
       if (request.mode === "score_list") return `import decirank\n\nresult = decirank.score_list(\n${kwargs([["refs", b.refs], ["evaluator", b.evaluator], ["top_k", b.top_k], ["model", model], ["timeout", b.timeout]])})\nprint(result.to_dict())\n`;
       const q = b.questions.q;
       let question;
@@ -585,13 +625,15 @@
     const flags = (pairs) => pairs.filter(([, v]) => v !== undefined && v !== null).map(([f, v]) => ` \\\n  ${f} ${sq(v)}`).join("");
     const stdin = (list) => ` <<'EOF'\n${JSON.stringify(list, null, 1)}\nEOF\n`;
     const state = (s) => (s === null ? "null" : typeof s === "string" ? s : JSON.stringify(s));
+    // --levels reads a,b,c and trims each; levels that hold a comma or edge spaces, or whose a,b,c would read as JSON, go as a JSON list.
+    const cliLabels = (labels) => (labels.some((l) => l.includes(",") || l !== l.trim()) || /^\s*["[{]/.test(labels[0]) ? JSON.stringify(labels) : labels.join(","));
     // --examples takes a file or a stored set's name; examples written out in the form stay in the Python and curl tabs.
     const examples = typeof b.examples === "string" ? b.examples : undefined;
     if (request.mode === "rank") return `decirank rank - --json${flags([["-m", model], ["-i", b.instructions], ["-s", state(b.state)], ["-d", b.describe], ["--none", b.none], ["-k", b.top_k], ["--timeout", b.timeout]])}${stdin(b.items)}`;
     if (request.mode === "rerank") return `decirank rerank - --json${flags([["-m", model], ["-q", b.query], ["-k", b.top_n], ["--min-relevance", b.min_relevance], ["--timeout", b.timeout]])}${stdin(b.documents)}`;
     if (request.mode === "filter") return `decirank filter - --json${flags([["-m", model], ["-q", b.question], ["-s", state(b.state)], ["--min-confidence", b.min_confidence], ["-d", b.describe], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.items)}`;
     if (request.mode === "classify") return `decirank classify - --json${flags([["-m", model], ["-q", b.question], ["--options", JSON.stringify(b.options)], ["--none", b.none], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.texts)}`;
-    if (request.mode === "score") return `decirank score - --json${flags([["-m", model], ["-q", b.question], ["--true", b.true], ["--false", b.false], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.texts)}`;
+    if (request.mode === "score") return `decirank score - --json${flags([["-m", model], ["-q", b.question], ["--levels", b.levels && cliLabels(b.levels)], ["--true", b.true], ["--false", b.false], ["--examples", examples], ["--timeout", b.timeout]])}${stdin(b.texts)}`;
     if (request.mode === "calibrate") return `decirank calibrate ${sq(b.name || "NAME")} - --json${flags([["-m", model], ["-q", b.question], ["-t", b.tool], ["--options", b.options && JSON.stringify(b.options)], ["--none", b.none], ["--timeout", b.timeout]])}${stdin(b.rows)}`;
     if (request.mode === "score_list") return `decirank score-list --refs - --json${flags([["-m", model], ["-e", b.evaluator], ["-k", b.top_k], ["--timeout", b.timeout]])}${stdin(b.refs)}`;
     return `# decirank has no command for one raw question; ask this server's /v1/systemone (the curl tab),\n# or point any System One client at it: --model systemone:${model} --base-url ${origin.replace(/\/$/, "")}\n`;
@@ -813,7 +855,7 @@
       refreshCode();
     });
     $("#play-form").addEventListener("submit", run);
-    $("#play-form").addEventListener("input", () => { countItems(); refreshCode(); });
+    $("#play-form").addEventListener("input", () => { showGraded(); countItems(); refreshCode(); });
     $("#play-form").addEventListener("change", refreshCode);
     $("#example").addEventListener("click", fillExample);
     $("#copy-code").addEventListener("click", () => { $("#code-panel").hidden = false; refreshCode(); });
