@@ -13,7 +13,7 @@ import pytest
 import decirank
 from decirank.errors import InvalidInputError
 from decirank.testing import ScriptedBackend, use_backend
-from decirank.tools.rerank import DEFAULT_TIMEOUT, PER_DOCUMENT_TIMEOUT
+from decirank.tools.rerank import DEFAULT_TIMEOUT, MAX_DEFAULT_TIMEOUT, PER_DOCUMENT_TIMEOUT, default_budget
 
 PETS = ["My cat sleeps all day", "Rates rose again", "The dog chased the ball", "Bread needs flour"]
 
@@ -74,6 +74,13 @@ def test_reranks_default_budget_grows_with_the_number_of_documents():
     assert DEFAULT_TIMEOUT - 5 < small <= DEFAULT_TIMEOUT + 10 * PER_DOCUMENT_TIMEOUT
     assert DEFAULT_TIMEOUT + 4000 * PER_DOCUMENT_TIMEOUT < large <= DEFAULT_TIMEOUT + 5000 * PER_DOCUMENT_TIMEOUT
     assert fixed <= 5, "a timeout the caller gives is kept as it is"
+
+
+def test_reranks_default_budget_stops_growing_at_its_ceiling():
+    """However long the list, a default budget is at most MAX_DEFAULT_TIMEOUT; a server's longer base is kept."""
+    assert default_budget(5000) == DEFAULT_TIMEOUT + 5000 * PER_DOCUMENT_TIMEOUT
+    assert default_budget(10_000_000) == MAX_DEFAULT_TIMEOUT
+    assert default_budget(10, base=600.0) == 600.0
 
 
 SHOW_PROGRESS = """

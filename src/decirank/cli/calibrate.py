@@ -8,7 +8,7 @@ import typer
 
 from ..errors import InvalidInputError
 from ..stores.calibrations import CalibrationStore
-from ..stores.examples import check_set_name
+from ..stores.calibrations import check_calibration_name
 from ..tools.calibrate import CALIBRATED_TOOLS, MIN_EACH, MIN_ROWS
 from ..tools.calibrate import calibrate as calibrate_rows
 from ._app import app
@@ -134,7 +134,7 @@ def calibrate(
     """Fit a map from a tool's probabilities to labelled rows' answers and store it as NAME (help: CALIBRATE_HELP)."""
     from .examples import examples_value
 
-    check_set_name(name)
+    check_calibration_name(name)
     result = calibrate_rows(
         examples_value(rows, "rows"),
         question,
@@ -189,7 +189,7 @@ def list_calibrations(as_json: JsonOption = False) -> None:
 def show(name: NameArgument, as_json: JsonOption = False) -> None:
     """Show a calibration: what it was fitted for, its map, and the reliability before and after."""
     store = CalibrationStore()
-    found = store.get(check_set_name(name))
+    found = store.get(check_calibration_name(name))
     if found is None:
         raise _missing(name, store)
     summary = found.summary()
@@ -204,6 +204,6 @@ def show(name: NameArgument, as_json: JsonOption = False) -> None:
 def remove(name: NameArgument) -> None:
     """Remove a stored calibration."""
     store = CalibrationStore()
-    if not store.remove(check_set_name(name)):
+    if not store.remove(check_calibration_name(name)):
         raise _missing(name, store)
     error_console.print(f"removed calibration {name}", highlight=False)

@@ -41,8 +41,8 @@ from ..decisions.decider import DEFAULT_ROLE
 from ..decisions.toolcall import ToolCall, gather
 from ..errors import InvalidInputError
 from ..stores._database import timestamp
-from ..stores.calibrations import Calibration, CalibrationStore
-from ..stores.examples import check_set_name, resolve_examples
+from ..stores.calibrations import Calibration, CalibrationStore, check_calibration_name
+from ..stores.examples import resolve_examples
 from ..stores.runlog import under_parent_run
 from ..types.answers import Usage
 from ._checks import check_examples, check_instructions, check_optional_text
@@ -313,7 +313,7 @@ async def acalibrate(
     if question is not None or tool != "rerank":
         question = check_instructions(question, "question")
     if name is not None:
-        check_set_name(name, "name")
+        check_calibration_name(name, "name")
     elif save:
         raise InvalidInputError("name", "a name to store the calibration under (or save=False)")
     none = check_optional_text(none, "none")

@@ -66,18 +66,22 @@ QUESTION_PREFIX = "This note bears on the request: "
 #: The default budget's fixed part, in seconds, and what each document adds to it.
 DEFAULT_TIMEOUT = 15.0
 PER_DOCUMENT_TIMEOUT = 0.02
+#: The most a default budget grows to: a caller who needs longer says so with ``timeout``.
+MAX_DEFAULT_TIMEOUT = 300.0
 
 #: ``timeout="auto"``: a budget that grows with the number of documents.
 AutoTimeout = Literal["auto"]
 
 
 def default_budget(documents: int, base: float = DEFAULT_TIMEOUT) -> float:
-    """Seconds for a rerank of ``documents`` documents when the caller sets none: ``base`` plus 20 ms each.
+    """Seconds for a rerank of ``documents`` documents when the caller sets none: ``base`` plus 20 ms each,
+    at most :data:`MAX_DEFAULT_TIMEOUT` (or ``base``, if that is more).
 
     A fixed budget fits a hundred documents and not five thousand; 20 ms a document is
-    about ten times what the local model takes on one loaded core.
+    about ten times what the local model takes on one loaded core. The ceiling keeps one huge
+    list from holding a server's worker for as long as its size would buy.
     """
-    return base + PER_DOCUMENT_TIMEOUT * documents
+    return max(base, min(base + PER_DOCUMENT_TIMEOUT * documents, MAX_DEFAULT_TIMEOUT))
 
 
 def resolve_timeout(timeout: float | AutoTimeout | None, documents: int) -> float | None:
@@ -242,7 +246,11 @@ async def arerank(
     timeout: Annotated[
         float | AutoTimeout | None,
         Wire(float | None),
-        Field(gt=0, description="Time budget in seconds for the whole rerank (default: 15 s plus 20 ms per document)."),
+        Field(
+            gt=0,
+            description="Time budget in seconds for the whole rerank (default: 15 s plus 20 ms per document, at most "
+            "300 s).",
+        ),
         Offered.not_on(mcp="an agent's call runs under the MCP server's own budget"),
     ] = "auto",
     max_documents_per_call: Annotated[
@@ -267,7 +275,7 @@ async def arerank(
     (:func:`~decirank.calibrate` with ``tool="rerank"``) and pass ``calibration``, which makes
     scores, and ``min_relevance``, calibrated. The result's ``notes`` say which documents were cut
     short or do not look English. All calls share the one ``timeout`` budget: by default
-    (``"auto"``) 15 s plus 20 ms per document; ``None`` sets no limit. ``show_progress`` draws a bar
+    (``"auto"``) 15 s plus 20 ms per document, at most 300 s; ``None`` sets no limit. ``show_progress`` draws a bar
     on stderr, when it is a terminal, as the model calls finish.
     """
     query = check_instructions(query, "query")
