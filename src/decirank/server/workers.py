@@ -43,7 +43,14 @@ import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
-from .._serving import KEEP_ALIVE_SECONDS, GuardedHTTPProtocol, Server, stop_commands_on_shutdown
+from .._serving import (
+    GUARDED_LOOP,
+    KEEP_ALIVE_SECONDS,
+    GuardedHTTPProtocol,
+    Server,
+    descriptor_budget,
+    stop_commands_on_shutdown,
+)
 from ..batching.engines import usable_cores
 from ..tools._evaluators.exec import adopt_orphans
 
@@ -219,6 +226,9 @@ def serve(options: ServeOptions, sock: socket.socket | None = None) -> None:
             log_level=options.log_level,
             timeout_graceful_shutdown=options.shutdown_timeout,
             http=GuardedHTTPProtocol,  # header timeout and a connection cap that sheds idle ones
+            loop=GUARDED_LOOP,  # counts connections as it accepts them, refusing past the descriptor budget
+            # Sized from the descriptor limit (raised here, which the workers inherit), not uvicorn's 2,048.
+            backlog=descriptor_budget().backlog,
             timeout_keep_alive=KEEP_ALIVE_SECONDS,
         )
         if options.workers == 1:
