@@ -112,3 +112,19 @@ def test_the_served_metrics_need_the_key_of_a_real_process(isolated_user_dir):
         _values(text, "decirank_http_requests_total")[(("method", "GET"), ("route", "/metrics"), ("status", "401"))]
         == 1
     )
+
+
+def test_readyz_names_the_worker_pid_only_to_a_request_with_the_api_key(tmp_path):
+    """decirank serve --api-key: /readyz is 200 to everyone, and says which process answered only with the key;
+    a server without a key never says it."""
+    with serving("--model", "lexical", "--api-key", "s3cret", home=tmp_path / "keyed") as served:
+        anonymous = httpx.get(served.url + "/readyz")
+        wrong = httpx.get(served.url + "/readyz", headers={"authorization": "Bearer nope"})
+        keyed = httpx.get(served.url + "/readyz", headers={"authorization": "Bearer s3cret"})
+        assert (anonymous.status_code, wrong.status_code, keyed.status_code) == (200, 200, 200)
+        assert anonymous.json()["status"] == "ready" and "pid" not in anonymous.json()
+        assert "pid" not in wrong.json()
+        assert keyed.json()["pid"] == served.process.pid
+    with serving("--model", "lexical", home=tmp_path / "open") as served:
+        body = httpx.get(served.url + "/readyz").json()
+        assert body["status"] == "ready" and "pid" not in body

@@ -22,7 +22,7 @@ from ..decisions.decider import Decider
 from ..errors import DecirankError
 from ..stores.runlog import current_runlog
 from . import wire
-from ._deps import SafeJSONResponse, needs_api_key, requests_settled, settings_of
+from ._deps import SafeJSONResponse, key_missing, needs_api_key, requests_settled, settings_of
 from .metrics import CONTENT_TYPE, mark_worker_gone
 
 __all__ = ["probes_router", "serving_lifespan"]
@@ -79,17 +79,23 @@ probes_router = APIRouter()
     tags=["server"],
 )
 async def readyz(request: Request) -> Response:
-    """Readiness: 200 once the models are loaded and while the run log takes writes, else 503."""
+    """Readiness: 200 once the models are loaded and while the run log takes writes, else 503.
+
+    Open to every caller, as a load balancer asks without a key; the answering worker's ``pid`` only to a
+    request carrying the server's API key (never when it has none), as it helps whoever aims at the process.
+    """
+    settings = settings_of(request)
     loaded = bool(request.app.state.model_loaded)
     runlog = await anyio.to_thread.run_sync(_runlog_state)
     ready = loaded and runlog in ("writable", "off")
-    body = {
+    body: dict[str, object] = {
         "status": "ready" if ready else "not ready",
-        "model": settings_of(request).model,
+        "model": settings.model,
         "model_loaded": loaded,
         "runlog": runlog,
-        "pid": os.getpid(),
     }
+    if settings.api_key is not None and not key_missing(settings.api_key, request.headers.get("authorization", "")):
+        body["pid"] = os.getpid()
     return SafeJSONResponse(body, status_code=200 if ready else 503)
 
 
