@@ -144,6 +144,15 @@ def serve(
         ),
     ] = None,
     log_level: Annotated[LogLevel, typer.Option("--log-level", help="uvicorn's log level.")] = LogLevel.warning,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="No access log: by default each request is a line on stderr (method, path, status, ms, run id; "
+            "never the body or the query string).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the tools and the model over HTTP.
 
@@ -188,6 +197,7 @@ def serve(
         shutdown_timeout=shutdown_timeout,
         log_level=log_level.value,
         cores=tuple(cores),
+        access_log=not quiet,
     ).resolved()
     if not _is_loopback(host) and api_key is None:
         error_console.print(f"warning: serving on {host} without --api-key: anyone who can reach it may use it")

@@ -18,7 +18,14 @@ import anyio
 
 from ..errors import DecisionTimeoutError, InvalidInputError, error_record
 from ..stores.cache import DecisionCache, current_cache
-from ..stores.runlog import RunLog, current_parent_run, current_runlog, new_run_id, summarize
+from ..stores.runlog import (
+    RunLog,
+    current_parent_run,
+    current_runlog,
+    new_run_id,
+    note_run_started,
+    summarize,
+)
 from ..tracing import ToolSpan, start_tool_span
 from ..types.answers import DecisionResponse, Usage
 from ..types.questions import DecisionRequest
@@ -112,6 +119,7 @@ class ToolCall:
 
     async def __aenter__(self) -> ToolCall:
         self._started, self._clock = time.time(), time.perf_counter()
+        note_run_started(self.run_id)
         self._runlog = current_runlog()
         if self._runlog is not None:
             self._runlog.start_run(

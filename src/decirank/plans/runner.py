@@ -15,7 +15,15 @@ import anyio
 
 from .._sync import run_sync
 from ..errors import DecirankError, error_record
-from ..stores.runlog import RunLog, current_parent_run, current_runlog, new_run_id, summarize, under_parent_run
+from ..stores.runlog import (
+    RunLog,
+    current_parent_run,
+    current_runlog,
+    new_run_id,
+    note_run_started,
+    summarize,
+    under_parent_run,
+)
 from ..tools.registry import call_tool
 from ..types.answers import Usage
 from .errors import StepFailedError
@@ -106,6 +114,7 @@ class _PlanRecord:
 
     def __init__(self, plan: Plan, plan_input: Any) -> None:
         self.run_id = new_run_id()
+        note_run_started(self.run_id)
         self.runlog: RunLog | None = current_runlog()
         self._clock = time.perf_counter()
         if self.runlog is not None:

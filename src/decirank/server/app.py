@@ -39,6 +39,8 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
+import sys
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -67,6 +69,7 @@ from ..errors import (
     ModelTimeoutError,
     UnknownModelError,
 )
+from ..stores.runlog import noting_runs
 from ._deps import (
     KEY_REQUIRED,
     DEFAULT_BODY_TIMEOUT,
@@ -405,6 +408,74 @@ class ServerErrors(_HTTPMiddleware):
             await SafeJSONResponse(body, status_code=500)(scope, receive, send)
 
 
+#: The logger of the access log: one line per request, when the server was made with ``access_log``.
+access_logger = logging.getLogger("decirank.access")
+#: The header a decision's answer names its run in (the routes set it); the access log reads it too.
+RUN_ID_HEADER = b"x-decirank-run-id"
+#: Characters of a path the access log writes at most: a longer one is cut, saying so.
+ACCESS_PATH_CHARS = 200
+
+
+def _loggable_path(scope: Scope) -> str:
+    """The request's path as sent (percent-encoded, so no decoded newline can forge a line), without its query,
+    whose values may be secrets; anything not printable escaped, and cut at :data:`ACCESS_PATH_CHARS`."""
+    raw = scope.get("raw_path") or scope["path"].encode("utf-8", "surrogateescape")
+    path = raw.split(b"?", 1)[0].decode("latin-1")
+    path = "".join(char if char.isprintable() and char != "\\" else f"\\x{ord(char):02x}" for char in path)
+    return path if len(path) <= ACCESS_PATH_CHARS else path[:ACCESS_PATH_CHARS] + "..."
+
+
+class AccessLog(_HTTPMiddleware):
+    """One line per request on :data:`access_logger`: method, path, status, milliseconds and the run it made.
+
+    Never the body, nor the query string. The run is the one the request started (any route: the run
+    log notes it as it starts), else the one its answer names in ``x-decirank-run-id``. Outside every
+    guard, so refusals (401, 413, 503) are logged too; a request whose client left before the answer
+    shows ``-`` for the status.
+    """
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        began = time.perf_counter()
+        status: int | None = None
+        header_run: str | None = None
+
+        async def sending(message: Message) -> None:
+            nonlocal status, header_run
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                for name, value in message.get("headers", []):
+                    if name.lower() == RUN_ID_HEADER:
+                        header_run = value.decode("latin-1")
+            await send(message)
+
+        with noting_runs() as runs:
+            try:
+                await self.app(scope, receive, sending)
+            finally:
+                milliseconds = (time.perf_counter() - began) * 1000
+                run = runs[0] if runs else header_run
+                access_logger.info(
+                    "%s %s %s %.1f ms%s",
+                    scope.get("method", "-"),
+                    _loggable_path(scope),
+                    status if status is not None else "-",
+                    milliseconds,
+                    f" run {run}" if run else "",
+                )
+
+
+def _access_log_to_stderr() -> None:
+    """Send the access log to standard error, once per process, as plain lines (uvicorn's own is turned off)."""
+    if any(getattr(handler, "decirank_access", False) for handler in access_logger.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    handler.decirank_access = True  # type: ignore[attr-defined]
+    access_logger.addHandler(handler)
+    access_logger.setLevel(logging.INFO)
+    access_logger.propagate = False
+
+
 class RequestId(_HTTPMiddleware):
     """Gives every response an ``x-request-id``, which clients keep on the errors they raise."""
 
@@ -554,12 +625,15 @@ def create_app(
     metrics_public: bool = False,
     host: str = "127.0.0.1",
     allowed_origins: Iterable[str] = (),
+    access_log: bool = False,
 ) -> FastAPI:
     """The ``decirank serve`` application, answering with ``model`` unless a request names another.
 
     ``max_body_bytes`` and ``body_timeout`` bound a request's body: its size, and the seconds it may
     take to arrive once the headers have. ``host`` is the address it is served on: on a loopback one,
     requests naming another host, or from a page of an origin not in ``allowed_origins``, are refused.
+    ``access_log`` writes a line per request to standard error (:class:`AccessLog`; ``decirank serve`` turns it
+    on unless ``--quiet``).
 
     ``model`` is resolved here, so a server that could not answer fails at start, not on its first request;
     its models are loaded, and the run log opened, when the server starts (the ASGI lifespan), so the first
@@ -624,4 +698,8 @@ def create_app(
     application.add_middleware(RequestMetrics, metrics=application.state.metrics)
     application.add_middleware(RequestId)
     application.add_middleware(RequestsInFlight, state=application.state)
+    if access_log:
+        _access_log_to_stderr()
+        # Outermost: its time is the whole request's, and it sees every answer, refusals included.
+        application.add_middleware(AccessLog)
     return application

@@ -84,6 +84,8 @@ class ServeOptions:
     cores: tuple[int, ...] = ()
     #: A directory of the serve's own (slot files, metrics), made by :func:`serve`.
     run_directory: str | None = None
+    #: A line per request on standard error (``--quiet`` turns it off).
+    access_log: bool = True
 
     def resolved(self) -> ServeOptions:
         """The options with ``workers`` and ``threads`` made explicit for the cores this process may use."""
@@ -103,6 +105,7 @@ class ServeOptions:
             "metrics_public": self.metrics_public,
             "host": self.host,
             "allowed_origins": tuple(self.allowed_origins),
+            "access_log": self.access_log,
         }
         if self.max_body_bytes is not None:
             settings["max_body_bytes"] = self.max_body_bytes
@@ -230,6 +233,7 @@ def serve(options: ServeOptions, sock: socket.socket | None = None) -> None:
             # Sized from the descriptor limit (raised here, which the workers inherit), not uvicorn's 2,048.
             backlog=descriptor_budget().backlog,
             timeout_keep_alive=KEEP_ALIVE_SECONDS,
+            access_log=False,  # the application's own access log names the run; uvicorn's would repeat each line
         )
         if options.workers == 1:
             adopt_orphans()  # this process serves, and starts no children but its commands'

@@ -129,6 +129,8 @@ __all__ = [
     "current_parent_run",
     "current_runlog",
     "new_run_id",
+    "note_run_started",
+    "noting_runs",
     "reset_runlog",
     "set_runlog",
     "summarize",
@@ -1117,3 +1119,30 @@ def under_parent_run(run_id: str) -> Iterator[None]:
         yield
     finally:
         _parent_run.reset(token)
+
+
+# -- the runs a piece of work started, for whoever answers for it --------------------------
+
+# A list shared with whatever runs inside (tasks and worker threads copy the context, and so the list's reference).
+_noted_runs: ContextVar[list[str] | None] = ContextVar("decirank_noted_runs", default=None)
+
+
+@contextlib.contextmanager
+def noting_runs() -> Iterator[list[str]]:
+    """The ids of the runs started inside that belong to no other run, in order, as they start.
+
+    The server's access log names the run a request made, whichever route made it, from this.
+    """
+    runs: list[str] = []
+    token = _noted_runs.set(runs)
+    try:
+        yield runs
+    finally:
+        _noted_runs.reset(token)
+
+
+def note_run_started(run_id: str) -> None:
+    """Tell the enclosing :func:`noting_runs`, if any, that the run ``run_id`` started (unless it has a parent)."""
+    runs = _noted_runs.get()
+    if runs is not None and _parent_run.get() is None:
+        runs.append(run_id)
