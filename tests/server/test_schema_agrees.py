@@ -86,8 +86,10 @@ def test_calibration_fields_are_in_the_schema_and_refused_outside_it(served):
     refused = httpx.post(f"{url}/v1/calibrate", json={"name": "x", "question": "q", "tool": "rank", "rows": []})
     assert refused.status_code == 422
     assert {"promise", "calibration"} <= set(document["components"]["schemas"]["FilterResponse"]["properties"])
-    assert "raw_probability" in document["components"]["schemas"]["FilterDecision"]["properties"]
+    # The responses are the tools' result models, whose parts keep their own names.
+    assert "raw_probability" in document["components"]["schemas"]["FilterDecisionOut"]["properties"]
     assert {"raw_probabilities", "calibration"} <= set(document["components"]["schemas"]["ScoreResponse"]["properties"])
-    assert {"prediction_set", "none_fits"} <= set(document["components"]["schemas"]["ClassifyDecision"]["properties"])
+    decision = document["components"]["schemas"]["ClassifyDecisionOut"]
+    assert {"prediction_set", "none_fits"} <= set(decision["properties"])
     assert {"/v1/calibrate", "/v1/calibrations", "/v1/calibrations/{name}"} <= set(document["paths"])
     assert set(document["paths"]["/v1/calibrations/{name}"]) == {"get", "delete"}

@@ -1,8 +1,10 @@
 """The endpoints: each turns its body into a tool call or a decision, and the result into its shape.
 
-No endpoint holds decision logic: ``/v1/rank``, ``/v1/rerank``,
-``/v1/filter``, ``/v1/classify``, ``/v1/score``, ``/v1/score_list`` and ``/v1/calibrate`` call the async tools
-(``/v1/calibrations`` lists, shows and removes what calibrate stored), and ``/v1/systemone`` and
+No endpoint holds decision logic: ``/v1/rank``, ``/v1/filter``, ``/v1/classify``, ``/v1/score``,
+``/v1/score_list`` and ``/v1/calibrate`` are made from the tools' definitions (the body is the tool's
+HTTP request model, the answer its result model), and they and the rerank shapes (``/v1/rerank``,
+``/v2/rerank``) call the tools through the registry, as MCP and plans do (``/v1/calibrations`` lists,
+shows and removes what calibrate stored); ``/v1/systemone`` and
 ``/v1/decisions`` ask one decision through a :class:`ToolCall` (one budget,
 one run), reading and writing their wire formats with the backends' codecs.
 
@@ -19,6 +21,7 @@ refuse an unknown name with a suggestion.
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any, Literal
 
@@ -34,13 +37,10 @@ from ..errors import InvalidInputError, UnknownModelError
 from ..stores.calibrations import Calibration, CalibrationStore
 from ..stores.examples import resolve_examples
 from ..stores.runlog import RUN_STATUSES, current_runlog
-from ..tools.calibrate import acalibrate
-from ..tools.classify import aclassify
-from ..tools.filter import afilter
-from ..tools.rank import arank
-from ..tools.rerank import PER_DOCUMENT_TIMEOUT, RerankResult, arerank, default_budget
-from ..tools.score import ascore
-from ..tools.score_list import ascore_list
+from ..tools._definition import ToolDefinition
+from ..tools.calibrate import CalibrationSummaryOut
+from ..tools.registry import definitions, get_tool
+from ..tools.rerank import PER_DOCUMENT_TIMEOUT, RERANK, default_budget
 from ..types.answers import DecisionResponse
 from ..types.questions import DecisionRequest
 from . import wire
@@ -110,6 +110,14 @@ def _timeout(
     return budget.seconds
 
 
+async def run_tool(definition: ToolDefinition, arguments: dict[str, Any], request: Request) -> dict[str, Any]:
+    """A tool on a request's arguments, called through the registry as MCP and plans call it; its result's JSON.
+
+    ``exec:`` evaluators run only where the operator allows them (``--allow-exec``), never at a caller's word.
+    """
+    return await get_tool(definition.tool_name).run(arguments, allow_exec=settings_of(request).allow_exec)
+
+
 def _count(things: Any, noun: str) -> str | None:
     return f"{len(things)} {noun}" if isinstance(things, list) else None
 
@@ -119,56 +127,45 @@ async def healthz(request: Request) -> dict[str, Any]:
     return {"status": "ok", "version": __version__, "model": settings_of(request).model}
 
 
-@api.post("/v1/rank", response_model=wire.RankResponse, responses=TOOL_ERRORS, tags=["tools"])
-async def rank(body: wire.RankRequest, request: Request) -> dict[str, Any]:
-    """Rank a list against a question in one choice (the ``builtin__rank`` tool)."""
-    settings = settings_of(request)
-    result = await arank(
-        body.items,
-        body.instructions,
-        body.state,
-        describe=body.describe,
-        none=body.none,
-        top_k=body.top_k,
-        model=served_model(body.model, settings),
-        timeout=_timeout(request, body.timeout, work=_count(body.items, "items")),
-    )
-    return result.to_dict()
-
-
 def _cohere_document(document: str | dict[str, Any]) -> dict[str, Any]:
     return {"text": document} if isinstance(document, str) else document
 
 
 async def _cohere_rerank(
     body: wire.RerankRequest | wire.RerankV2Request, documents: list[Any], request: Request
-) -> RerankResult:
-    """The rerank tool on a Cohere request's query and ``documents`` (ids are positions), under its options."""
-    return await arerank(
-        body.query,
-        documents,
-        top_k=body.top_n,
-        min_relevance=body.min_relevance,
-        calibration=body.calibration,
-        model=served_model(body.model, settings_of(request), unknown_is_default=True),
-        timeout=_timeout(request, body.timeout, work=_count(body.documents, "documents"), documents=len(documents)),
-    )
+) -> dict[str, Any]:
+    """The rerank tool, called as every surface calls it, on a Cohere request's query and ``documents`` (ids are
+    positions); its result's JSON.
+
+    Cohere's ``top_n`` is the tool's ``top_k``; the tool's own parameters the shapes take pass as given.
+    """
+    settings = settings_of(request)
+    given = body.model_dump(include=set(wire.RERANK_EXTENSIONS), exclude_unset=True)
+    arguments = {
+        **given,
+        "query": body.query,
+        "documents": documents,
+        "top_k": body.top_n,
+        "model": served_model(body.model, settings, unknown_is_default=True),
+        "timeout": _timeout(request, body.timeout, work=_count(body.documents, "documents"), documents=len(documents)),
+    }
+    return await run_tool(RERANK, arguments, request)
 
 
-def _cohere_meta(result: RerankResult, warnings: list[str], *, api_version: str) -> dict[str, Any]:
+def _cohere_meta(result: dict[str, Any], warnings: list[str], *, api_version: str) -> dict[str, Any]:
     """Cohere's ``meta`` (API version, tokens, any warnings), plus the model that answered and decirank's usage."""
-    usage = result.usage
+    usage = result["usage"]
     meta: dict[str, Any] = {
         "api_version": {"version": api_version},
-        "tokens": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        "tokens": {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]},
     }
     if warnings:
         meta["warnings"] = warnings
-    if result.notes:  # a document cut short or not in English: said beside the answer, never an error
-        meta["notes"] = [note.to_dict() for note in result.notes]
-    if result.calibration is not None:  # decirank's extension, as min_relevance is
-        meta["calibration"] = result.calibration
-    return {**meta, "model": result.model, "usage": usage.to_dict()}
+    if result.get("notes"):  # a document cut short or not in English: said beside the answer, never an error
+        meta["notes"] = result["notes"]
+    if result.get("calibration") is not None:  # decirank's extension, as min_relevance is
+        meta["calibration"] = result["calibration"]
+    return {**meta, "model": result["model"], "usage": usage}
 
 
 _COHERE_ROUTE: dict[str, Any] = {"response_model_exclude_none": True, "responses": TOOL_ERRORS, "tags": ["tools"]}
@@ -214,22 +211,23 @@ async def rerank(body: wire.RerankRequest, request: Request) -> dict[str, Any]:
     result = await _cohere_rerank(body, documents, request)
     results = [
         {
-            "index": entry.id,
-            "relevance_score": entry.relevance_score,
-            "document": _cohere_document(body.documents[entry.id]) if body.return_documents else None,
+            "index": entry["id"],
+            "relevance_score": entry["relevance_score"],
+            "document": _cohere_document(body.documents[entry["id"]]) if body.return_documents else None,
         }
-        for entry in result.results
+        for entry in result["results"]
     ]
     warnings = []
     if body.max_chunks_per_doc is not None:
         warnings.append("max_chunks_per_doc is not applied: each model reads a document up to its own context")
+    usage = result["usage"]
     return {
-        "id": result.run_id,
+        "id": result["run_id"],
         "results": results,
         "meta": _cohere_meta(result, warnings, api_version="1"),
         # Jina's rerank API shares this path and shape, and its clients read these two at the top level.
-        "model": result.model,
-        "usage": {"total_tokens": result.usage.input_tokens + result.usage.output_tokens},
+        "model": result["model"],
+        "usage": {"total_tokens": usage["input_tokens"] + usage["output_tokens"]},
     }
 
 
@@ -248,110 +246,69 @@ async def rerank_v2(body: wire.RerankV2Request, request: Request) -> dict[str, A
     if body.relevant_spans is not None and body.relevant_spans.mode == "enabled":
         warnings.append("relevant_spans are not returned by decirank's models")
     return {
-        "id": result.run_id,
-        "results": [{"index": entry.id, "relevance_score": entry.relevance_score} for entry in result.results],
+        "id": result["run_id"],
+        "results": [
+            {"index": entry["id"], "relevance_score": entry["relevance_score"]} for entry in result["results"]
+        ],
         "meta": _cohere_meta(result, warnings, api_version="2"),
     }
 
 
-@api.post("/v1/filter", response_model=wire.FilterResponse, responses=TOOL_ERRORS, tags=["tools"])
-async def filter_items(body: wire.FilterRequest, request: Request) -> dict[str, Any]:
-    """Keep the items for which a yes/no question is likely true (the decide gate)."""
-    settings = settings_of(request)
-    result = await afilter(
-        body.items,
-        body.question,
-        body.state,
-        min_confidence=body.min_confidence,
-        describe=body.describe,
-        max_items_per_call=body.max_items_per_call,
-        model=served_model(body.model, settings),
-        timeout=_timeout(request, body.timeout, work=_count(body.items, "items")),
-        examples=body.examples,
-        calibration=body.calibration,
-        target_recall=body.target_recall,
-        target_precision=body.target_precision,
-        confidence=body.confidence,
+def _tool_endpoint(definition: ToolDefinition) -> Any:
+    """The endpoint of a tool: its body is the tool's HTTP request, called through the registry as MCP and plans
+    call it, with the server's model rules and budget."""
+    request_model = wire.tool_request(definition)
+    # The tool's first parameter holds its work (items, texts, rows, refs): a 504 says how much there was.
+    work = definition.parameters[0].name
+
+    async def endpoint(body: Any, request: Request) -> dict[str, Any]:
+        settings = settings_of(request)
+        # Only what the request gave: a parameter it leaves out takes the tool's default.
+        arguments = body.model_dump(exclude_unset=True)
+        arguments["model"] = served_model(arguments.get("model"), settings)
+        arguments["timeout"] = _timeout(request, arguments.get("timeout"), work=_count(arguments.get(work), work))
+        return await run_tool(definition, arguments, request)
+
+    endpoint.__name__ = endpoint.__qualname__ = definition.name
+    endpoint.__doc__ = definition.description
+    # FastAPI reads the body's model off the signature; set here, as the model is made at run time (and this
+    # module's annotations are strings).
+    endpoint.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter("body", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=request_model),
+            inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Request),
+        ],
+        return_annotation=dict[str, Any],
     )
-    return result.to_dict()
+    return endpoint
 
 
-@api.post("/v1/classify", response_model=wire.ClassifyResponse, responses=TOOL_ERRORS, tags=["tools"])
-async def classify(body: wire.ClassifyRequest, request: Request) -> dict[str, Any]:
-    """Pick, for each text, the option a question asks for (one choice question per text)."""
-    settings = settings_of(request)
-    result = await aclassify(
-        body.texts,
-        body.question,
-        body.options,
-        none=body.none,
-        examples=body.examples,
-        calibration=body.calibration,
-        coverage=body.coverage,
-        confidence=body.confidence,
-        model=served_model(body.model, settings),
-        timeout=_timeout(request, body.timeout, work=_count(body.texts, "texts")),
-    )
-    return result.to_dict()
+#: The tags the OpenAPI document groups a tool's endpoint under, where not under "tools".
+_TAGS = {"calibrate": ["calibrations"]}
 
 
-@api.post("/v1/score", response_model=wire.ScoreResponse, responses=TOOL_ERRORS, tags=["tools"])
-async def score(body: wire.ScoreRequest, request: Request) -> dict[str, Any]:
-    """The probability that a yes/no question is true of each text (one likelihood question per text)."""
-    settings = settings_of(request)
-    result = await ascore(
-        body.texts,
-        body.question,
-        true=body.true,
-        false=body.false,
-        examples=body.examples,
-        calibration=body.calibration,
-        model=served_model(body.model, settings),
-        timeout=_timeout(request, body.timeout, work=_count(body.texts, "texts")),
-    )
-    return result.to_dict()
+def _add_tool_routes() -> None:
+    """Every tool with a path gets its endpoint, made from its definition.
 
-
-@api.post("/v1/score_list", response_model=wire.ScoreListResponse, responses=TOOL_ERRORS, tags=["tools"])
-async def score_list(body: wire.ScoreListRequest, request: Request) -> dict[str, Any]:
-    """Score and rank stored artifacts by ref with an evaluator; each ref gets a stamp."""
-    settings = settings_of(request)
-    result = await ascore_list(
-        body.refs,
-        body.evaluator,
-        top_k=body.top_k,
-        max_concurrency=body.max_concurrency,
-        model=served_model(body.model, settings),
-        timeout=_timeout(request, body.timeout, work=_count(body.refs, "refs")),
-        allow_exec=settings.allow_exec,
-    )
-    return result.to_dict()
-
-
-@api.post("/v1/calibrate", response_model=wire.CalibrateResponse, responses=TOOL_ERRORS, tags=["calibrations"])
-async def calibrate(body: wire.CalibrateRequest, request: Request) -> dict[str, Any]:
-    """Fit a map from a tool's probabilities to labelled rows' answers, and store it under ``name``.
-
-    The tools take it as ``calibration``: their probabilities are then the calibrated ones, and
-    filter's ``target_recall``/``target_precision`` and classify's ``coverage`` make their promises from it.
+    A path a shape of another service already serves (``/v1/rerank``, Cohere's, above) keeps that shape.
     """
-    settings = settings_of(request)
-    result = await acalibrate(
-        body.rows,
-        body.question,
-        name=body.name,
-        tool=body.tool,
-        state=body.state,
-        options=body.options,
-        none=body.none,
-        true=body.true,
-        false=body.false,
-        method=body.method,
-        model=served_model(body.model, settings),
-        timeout=_timeout(request, body.timeout, work=_count(body.rows, "rows")),
-        save=body.save,
-    )
-    return result.to_dict()
+    served = {getattr(route, "path", None) for route in api.routes}
+    for definition in definitions():
+        if definition.route is None or definition.route in served:
+            continue
+        api.add_api_route(
+            definition.route,
+            _tool_endpoint(definition),
+            methods=["POST"],
+            response_model=wire.tool_response(definition),
+            responses=TOOL_ERRORS,
+            tags=_TAGS.get(definition.name, ["tools"]),
+            summary=definition.title,
+            description=definition.description,
+        )
+
+
+_add_tool_routes()
 
 
 def _no_calibration(name: str) -> HTTPException:
@@ -367,7 +324,7 @@ def calibrations() -> dict[str, Any]:
 
 @api.get(
     "/v1/calibrations/{name}",
-    response_model=wire.CalibrationSummary,
+    response_model=CalibrationSummaryOut,
     responses=error_responses(401, 404),
     tags=["calibrations"],
 )

@@ -28,10 +28,10 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field, model_validator
 
-from ..tools.rerank import RerankResult, arerank
+from ..tools.rerank import RERANK
 from ._deps import GuardedRoute, error_responses, needs_api_key, settings_of
 # The Cohere route's model and budget rules, so every rerank shape the server speaks behaves alike.
-from .routes import _count, _timeout, served_model
+from .routes import _count, _timeout, run_tool, served_model
 from .wire import Body, Text, Timeout
 
 __all__ = ["RERANK_PATH", "tei_infinity_router"]
@@ -114,35 +114,36 @@ async def tei_infinity_rerank(body: TeiInfinityRerankRequest, request: Request) 
     is_tei = body.texts is not None
     texts: list[str] = body.texts if is_tei else body.documents  # type: ignore[assignment]
     field = "texts" if is_tei else "documents"
-    result: RerankResult = await arerank(
-        body.query,
-        [{"id": index, "text": text} for index, text in enumerate(texts)],
-        top_k=body.top_n,
-        model=served_model(body.model, settings_of(request), unknown_is_default=True),
-        timeout=_timeout(request, body.timeout, work=_count(texts, field), documents=len(texts)),
-    )
+    arguments = {
+        "query": body.query,
+        "documents": [{"id": index, "text": text} for index, text in enumerate(texts)],
+        "top_k": body.top_n,
+        "model": served_model(body.model, settings_of(request), unknown_is_default=True),
+        "timeout": _timeout(request, body.timeout, work=_count(texts, field), documents=len(texts)),
+    }
+    result = await run_tool(RERANK, arguments, request)
 
-    def score(entry: Any) -> float:
-        return _logit(entry.relevance_score) if body.raw_scores else entry.relevance_score
+    def score(entry: dict[str, Any]) -> float:
+        return _logit(entry["relevance_score"]) if body.raw_scores else entry["relevance_score"]
 
     if is_tei:
         return [
-            {"index": entry.id, "score": score(entry), "text": texts[entry.id] if body.return_text else None}
-            for entry in result.results
+            {"index": entry["id"], "score": score(entry), "text": texts[entry["id"]] if body.return_text else None}
+            for entry in result["results"]
         ]
-    tokens = result.usage.input_tokens
+    tokens = result["usage"]["input_tokens"]
     return {
         "object": "rerank",
         "results": [
             {
-                "index": entry.id,
+                "index": entry["id"],
                 "relevance_score": score(entry),
-                "document": texts[entry.id] if body.return_documents else None,
+                "document": texts[entry["id"]] if body.return_documents else None,
             }
-            for entry in result.results
+            for entry in result["results"]
         ],
-        "model": result.model,
+        "model": result["model"],
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-        "id": result.run_id,
+        "id": result["run_id"],
         "created": int(time.time()),
     }

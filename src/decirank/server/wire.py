@@ -10,48 +10,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..tools._calibrated import DEFAULT_CONFIDENCE
-from ..tools.calibrate import MIN_EACH, MIN_ROWS
-from ..tools.filter import DEFAULT_MIN_CONFIDENCE
-from ..tools.score_list import DEFAULT_MAX_CONCURRENCY
+from ..tools._definition import ToolDefinition
+from ..tools._params import FromOne, FromZero, Text, Whole
+from ..tools.calibrate import CalibrationSummaryOut
+from ..tools.rerank import RERANK
 
+#: The ``model`` of a tool's request: over HTTP, naming none means the server's model, not the tool's default.
 ModelName = Annotated[
     str | None,
     Field(description="A role (decider) or a provider:model name this server runs; default: the server's model."),
 ]
+#: A Cohere or TEI request's budget (a tool's request takes the tool's own ``timeout``).
 Timeout = Annotated[float | None, Field(gt=0, description="Time budget in seconds for the whole call.")]
-
-#: A character other than those Python's ``str.strip()`` removes: text the tools refuse as blank has none.
-NON_BLANK = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
-#: Text that must not be blank. The tools refuse blank text themselves, naming the field; the
-#: schema says so too, so that a client generated from it never sends what the server refuses.
-Text = Annotated[str, Field(json_schema_extra={"minLength": 1, "pattern": NON_BLANK})]
-
-
-def _whole_number(value: Any) -> Any:
-    """A float with no fractional part as the integer it is: JSON Schema's ``integer`` includes ``2.0``."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-#: An integer field of a request: strict (no ``true``, no ``"5"``), but ``5.0`` is the integer 5.
-Whole = Annotated[int, BeforeValidator(_whole_number)]
-#: A whole number of at least 0, and of at least 1 (constraints inside the type, so a union with None keeps them).
-FromZero = Annotated[int, Field(ge=0), BeforeValidator(_whole_number)]
-FromOne = Annotated[int, Field(ge=1), BeforeValidator(_whole_number)]
-#: A stored example set's name: not blank, as the server refuses a blank one.
-SetName = Annotated[str, Field(json_schema_extra={"minLength": 1, "pattern": NON_BLANK})]
-#: A stored calibration's name (``POST /v1/calibrate`` stores one); the probabilities go through its map.
-CalibrationName = Annotated[
-    SetName | None,
-    Field(
-        description="A calibration stored on this server (POST /v1/calibrate), fitted for this tool, question and "
-        "model: the probabilities are then the calibrated ones."
-    ),
-]
 
 
 class Body(BaseModel):
@@ -64,53 +36,47 @@ class Body(BaseModel):
     model_config = ConfigDict(strict=True)
 
 
-class Usage(BaseModel):
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int = 0
-    cost: float | None = None
-    currency: str = "USD"
-    calls: int = 0
-
-
 # --- tools ---------------------------------------------------------------------------------
 
 
-class RankRequest(Body):
-    """The input of ``builtin__rank``."""
+def tool_request(definition: ToolDefinition) -> type[Body]:
+    """A tool's request body: the parameters its definition offers over HTTP, strict as every body.
 
-    items: list[Any] = Field(description="The list to rank.")
-    instructions: Text = Field(description="The choice question.")
-    state: Any = Field(None, description='The context the items are judged against, e.g. {"question": "..."}.')
-    describe: Text | None = Field(
-        None, description="Dot path into each item to show as its option, e.g. url or meta.date."
+    HTTP adds only what is its own: a request naming no ``model`` is answered by the server's model.
+    The component keeps the name clients read (``FilterRequest``).
+    """
+    name = f"{_camel(definition.name)}Request"
+    offered = definition.request_model("http", base=Body, name=name)
+    if "model" not in offered.model_fields:
+        return offered
+    return create_model(  # type: ignore[call-overload]
+        name, __base__=offered, __doc__=offered.__doc__, model=(ModelName, None)
     )
-    none: Text | None = Field(None, description="Text of a 'nothing fits' option.")
-    top_k: FromOne | None = Field(None, description="Keep only the best k.")
-    model: ModelName = None
-    timeout: Timeout = None
 
 
-class RankedItem(BaseModel):
-    item: Any
-    index: int = Field(description="The item's position in the input.")
-    probability: float | None = Field(description="Null for items that did not reach the final choice.")
+def tool_response(definition: ToolDefinition) -> type[BaseModel]:
+    """A tool's response body: its result model, under the component name clients read (``FilterResponse``)."""
+    result = definition.result
+    name = f"{_camel(definition.name)}Response"
+    return create_model(name, __base__=result, __doc__=result.__doc__)  # type: ignore[call-overload]
 
 
-class RankResponse(BaseModel):
-    items: list[Any]
-    ranked: list[RankedItem]
-    none: float | None
-    no_fit: bool
-    model: str
-    usage: Usage
-    run_id: str | None
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
 
 
-class RerankRequest(Body):
-    """Cohere's v1 rerank request, for ``cohere.Client``, plus decirank's ``min_relevance``, ``calibration`` and
-    ``timeout``."""
+#: The rerank tool's parameters that the Cohere shapes take beside Cohere's own fields, as Cohere's API has
+#: none of them; their types, bounds and help are the definition's, as on every surface. The shapes write
+#: the rest themselves: Cohere's ``top_n`` is the tool's ``top_k``, its ``return_documents`` and
+#: ``rank_fields`` shape the answer and the text read, and ``model`` and ``timeout`` are the server's (an
+#: unknown model is the server's own; the budget grows with the documents).
+RERANK_EXTENSIONS = ("min_relevance", "calibration", "max_documents_per_call")
+_rerank_extensions: dict[str, Any] = {
+    name: (RERANK.parameter(name).wire, RERANK.parameter(name).field_info()) for name in RERANK_EXTENSIONS
+}
 
+
+class _RerankV1(Body):
     query: Text
     documents: list[str | dict[str, Any]] = Field(
         description='Strings, or objects with a "text" field (or the fields rank_fields names).'
@@ -126,14 +92,21 @@ class RerankRequest(Body):
     max_chunks_per_doc: FromOne | None = Field(
         None, description="Accepted for Cohere clients; each model reads a document up to its own context."
     )
-    min_relevance: float | None = Field(None, ge=0, le=1, description="Drop documents scored below this.")
-    calibration: CalibrationName = None
     model: str | None = Field(
         None,
         description="A role or a model this server runs; any other name (a Cohere model's, such as "
         "rerank-english-v3.0) is answered by the server's model. Default: the server's model.",
     )
     timeout: Timeout = None
+
+
+RerankRequest = create_model(  # type: ignore[call-overload]
+    "RerankRequest",
+    __base__=_RerankV1,
+    __doc__="Cohere's v1 rerank request, for ``cohere.Client``, plus decirank's rerank parameters "
+    f"({', '.join(RERANK_EXTENSIONS)}) and ``timeout``.",
+    **_rerank_extensions,
+)
 
 
 class RerankResult(BaseModel):
@@ -162,10 +135,7 @@ class RelevantSpans(Body):
     max_spans: Whole | None = None
 
 
-class RerankV2Request(Body):
-    """Cohere's v2 rerank request (documents are strings), plus decirank's ``min_relevance``, ``calibration`` and
-    ``timeout``."""
-
+class _RerankV2(Body):
     model: str = Field(
         description="A role or a model this server runs; any other name (a Cohere model's) is answered by "
         "the server's model."
@@ -178,9 +148,16 @@ class RerankV2Request(Body):
     )
     relevant_spans: RelevantSpans | None = None
     priority: Whole | None = Field(None, description="Accepted for Cohere clients; requests are served in order.")
-    min_relevance: float | None = Field(None, ge=0, le=1, description="Drop documents scored below this.")
-    calibration: CalibrationName = None
     timeout: Timeout = None
+
+
+RerankV2Request = create_model(  # type: ignore[call-overload]
+    "RerankV2Request",
+    __base__=_RerankV2,
+    __doc__="Cohere's v2 rerank request (documents are strings), plus decirank's rerank parameters "
+    f"({', '.join(RERANK_EXTENSIONS)}) and ``timeout``.",
+    **_rerank_extensions,
+)
 
 
 class RerankV2Result(BaseModel):
@@ -194,316 +171,8 @@ class RerankV2Response(BaseModel):
     meta: dict[str, Any]
 
 
-class FilterRequest(Body):
-    items: list[Any]
-    question: Text = Field(description="The yes/no question asked of each item.")
-    state: Any = Field(None, description="The context the items are judged against; none: no context.")
-    min_confidence: float | None = Field(
-        None,
-        description=f"Keep items at least this likely; null: {DEFAULT_MIN_CONFIDENCE:g}, unless a target picks the "
-        "cut-off.",
-    )
-    describe: str | None = None
-    max_items_per_call: FromOne | None = None
-    model: ModelName = None
-    timeout: Timeout = None
-    examples: list[dict[str, Any]] | SetName | None = Field(
-        None,
-        description='Labelled items: [{"item": ..., "answer": true/false}] (shown as items are) or '
-        '[{"state": <item text>, "answer": ...}], or the name of an example set stored on this server.',
-    )
-    calibration: CalibrationName = None
-    target_recall: float | None = Field(
-        None,
-        gt=0,
-        lt=1,
-        description="Keep at least this share of the items for which the answer is yes (with the calibration's "
-        "confidence); the calibration's labelled rows pick the cut-off. Needs calibration.",
-    )
-    target_precision: float | None = Field(
-        None,
-        gt=0,
-        lt=1,
-        description="Keep items of which at least this share are yes (with confidence); the calibration's labelled "
-        "rows pick the cut-off. Needs calibration.",
-    )
-    confidence: float | None = Field(
-        None, gt=0, lt=1, description=f"How sure a target's promise is; default {DEFAULT_CONFIDENCE:g}."
-    )
-
-
-class FilterDecision(BaseModel):
-    item: Any
-    index: int
-    probability: float = Field(description="The item's probability: the calibrated one when a calibration is named.")
-    raw_probability: float = Field(description="The model's own probability (the same without a calibration).")
-    kept: bool
-
-
-class Promise(BaseModel):
-    """The cut-off a target picked from a calibration's labelled rows, and what it promises on new items."""
-
-    threshold: float | None = Field(description="The cut-off on the model's own probability; null keeps every item.")
-    target_recall: float | None = None
-    target_precision: float | None = None
-    confidence: float
-    method: str
-    calibration_rows: int
-    observed_recall: float = Field(description="The recall on the calibration's labelled rows at this cut-off.")
-    observed_precision: float | None = Field(description="The precision on the labelled rows; null: none kept.")
-    note: str | None = None
-    batch_positives: int | None = Field(
-        None, description="A recall promise: the fewest positives it assumed the batch holds (it holds for them too)."
-    )
-
-
-class TextNote(BaseModel):
-    """How the model read one input: cut short, or not in English; never an error."""
-
-    index: int | None = Field(description="The input's position; null for the query or state every question shares.")
-    kind: Literal["cut", "non_english"]
-    message: str
-
-
-Notes = Annotated[
-    list[TextNote], Field(default_factory=list, description="Inputs the model cut short or that do not look English.")
-]
-
-
-class FilterResponse(BaseModel):
-    items: list[Any]
-    count: int
-    dropped: list[Any]
-    dropped_count: int
-    decisions: list[FilterDecision]
-    min_confidence: float
-    model: str
-    usage: Usage
-    run_id: str | None
-    notes: Notes
-    calibration: str | None = Field(None, description="The calibration the probabilities went through.")
-    promise: Promise | None = Field(None, description="With target_recall or target_precision: the promise kept.")
-
-
-Texts = Annotated[list[Any], Field(description="The texts, each asked about on its own (others shown as JSON).")]
-
-
-def _text_examples(answer: str) -> Any:
-    return Field(
-        None,
-        description=f'Labelled texts: [{{"item": <text>, "answer": {answer}}}] or [{{"state": <text>, "answer": '
-        f'{answer}}}], or the name of an example set stored on this server.',
-    )
-
-
-class ClassifyRequest(Body):
-    """The input of ``builtin__classify``: one choice question per text."""
-
-    texts: Texts
-    question: Text = Field(description="The choice question asked of each text.")
-    options: (
-        Annotated[list[str], Field(min_length=1, max_length=255)]
-        | Annotated[dict[str, str], Field(min_length=1, max_length=255)]
-    ) = Field(description="The labels, or an object of label to description (2 to 255 options, none's counted).")
-    none: str | None = Field(None, description="Text of a 'none of these' option, whose key is none.")
-    examples: list[dict[str, Any]] | SetName | None = _text_examples("<option key>")
-    calibration: CalibrationName = None
-    coverage: float | None = Field(
-        None,
-        gt=0,
-        lt=1,
-        description="Give each text a prediction set that holds its right option for at least this share of new "
-        "texts, with confidence (conformal, from the calibration's labelled rows). Needs calibration.",
-    )
-    confidence: float | None = Field(
-        None, gt=0, lt=1, description=f"How sure coverage's promise is; default {DEFAULT_CONFIDENCE:g}."
-    )
-    model: ModelName = None
-    timeout: Timeout = None
-
-
-class ClassifyDecision(BaseModel):
-    index: int = Field(description="The text's position in the request.")
-    choice: str = Field(description="The chosen option's key (none when 'none of these' won).")
-    probability: float
-    probabilities: dict[str, float]
-    prediction_set: list[str] | None = Field(
-        None, description="With coverage: the options that hold the right one at that rate, most probable first."
-    )
-    none_fits: bool | None = Field(
-        None, description="With coverage: true when the set is empty or holds the 'none of these' option."
-    )
-
-
-class Coverage(BaseModel):
-    """The conformal threshold ``coverage`` picked from the calibration's labelled rows."""
-
-    coverage: float
-    confidence: float
-    threshold: float = Field(description="An option is in a set when 1 - its model probability is at most this.")
-    calibration_rows: int
-    method: str
-    mean_set_size: float | None
-
-
-class ClassifyResponse(BaseModel):
-    decisions: list[ClassifyDecision]
-    model: str
-    usage: Usage
-    run_id: str | None
-    calibration: str | None = Field(None, description="The calibration the probabilities went through.")
-    coverage: Coverage | None = Field(None, description="With coverage: the prediction sets' threshold.")
-
-
-class ScoreRequest(Body):
-    """The input of ``builtin__score``: one likelihood question per text."""
-
-    texts: Texts
-    question: Text = Field(description="The yes/no question asked of each text.")
-    true: str | None = Field(None, description="What a yes means.")
-    false: str | None = Field(None, description="What a no means.")
-    examples: list[dict[str, Any]] | SetName | None = _text_examples("true/false")
-    calibration: CalibrationName = None
-    model: ModelName = None
-    timeout: Timeout = None
-
-
-class ScoreResponse(BaseModel):
-    probabilities: list[float] = Field(description="Each text's probability, in input order (calibrated, with one).")
-    raw_probabilities: list[float] = Field(description="The model's own probabilities (the same without one).")
-    calibration: str | None = Field(None, description="The calibration the probabilities went through.")
-    model: str
-    usage: Usage
-    run_id: str | None
-    notes: Notes
-
-
-class ScoreListRequest(Body):
-    """The input of ``score_list``: refs are resolved to text in this server's artifact store."""
-
-    refs: list[str | dict[str, Any]] | str = Field(
-        description='Refs "run_id/agent_id", or {"ref": ...} objects, or that array as a JSON string.'
-    )
-    evaluator: Text = Field(description="validate:<type>, score:<criterion>, or exec:<cmd> (if the server allows it).")
-    top_k: FromZero = Field(0, description="How many top-scoring refs are winners; 0 ranks without pruning.")
-    max_concurrency: FromOne = Field(
-        DEFAULT_MAX_CONCURRENCY, description="Upper bound on parallel evaluator calls."
-    )
-    model: ModelName = None
-    timeout: Timeout = None
-
-
-class ScoredRef(BaseModel):
-    rank: int
-    ref: str
-    score: float | None
-    verdict: str
-    issues: list[str]
-    reason: str
-    pruned: bool
-
-
-class ScoreListResponse(BaseModel):
-    run_id: str
-    evaluator: str
-    total: int
-    top_k: int
-    winners: list[str]
-    ranked: list[ScoredRef]
-    model: str | None = None
-    usage: Usage
-
-
-# --- calibrations --------------------------------------------------------------------------
-
-
-class CalibrateRequest(Body):
-    """The input of ``builtin__calibrate``: labelled rows for one question, to fit and store a calibration."""
-
-    name: SetName = Field(
-        description="The name to store the calibration under (a letter or digit, then letters, digits, _, . or -)."
-    )
-    question: Text | None = Field(
-        None,
-        description="The question the tool asks (rerank: the query; null when each row has its own query).",
-    )
-    tool: Literal["filter", "score", "rerank", "classify"] = Field(
-        "filter", description="The tool whose probabilities are calibrated."
-    )
-    rows: list[dict[str, Any]] | SetName = Field(
-        description='Labelled rows: [{"item" or "state": <text>, "answer": true/false}] (classify: an option key; '
-        f'rerank: optionally a "query" per row), at least {MIN_ROWS} with {MIN_EACH} of each yes/no answer, or the '
-        "name of an example set stored on this server."
-    )
-    state: Any = Field(None, description="filter's context the items are judged against.")
-    options: (
-        Annotated[list[str], Field(min_length=1, max_length=255)]
-        | Annotated[dict[str, str], Field(min_length=1, max_length=255)]
-        | None
-    ) = Field(None, description="classify's labels, or an object of label to description.")
-    none: str | None = Field(None, description="classify's 'none of these' option.")
-    true: str | None = Field(None, description="score's: what a yes means.")
-    false: str | None = Field(None, description="score's: what a no means.")
-    method: Literal["auto", "identity", "platt", "isotonic", "temperature"] = Field(
-        "auto",
-        description="auto picks by cross-validated log loss (identity, platt or isotonic; classify: identity or "
-        "temperature).",
-    )
-    save: bool = Field(True, description="Store it under name; false only measures.")
-    model: ModelName = None
-    timeout: Timeout = None
-
-
-class ReliabilityBin(BaseModel):
-    low: float
-    high: float
-    rows: int
-    mean_probability: float
-    frequency: float
-
-
-class Reliability(BaseModel):
-    """How far probabilities are from the frequencies they claim: ECE over ten bins, Brier, log loss."""
-
-    rows: int
-    ece: float
-    brier: float
-    log_loss: float
-    table: list[ReliabilityBin] = Field(description="One entry per non-empty bin.")
-
-
-class ProbabilityMap(BaseModel):
-    method: str
-    parameters: dict[str, Any]
-
-
-class CalibrationSummary(BaseModel):
-    """A stored calibration: what it was fitted for, its map, and reliability before and after."""
-
-    name: str
-    tool: str
-    model: str = Field(description="The model it was fitted for; the tools refuse it for another.")
-    question: str | None
-    options: dict[str, str] | None
-    data_hash: str = Field(description="SHA-256 of the labelled rows, question and options.")
-    created_at: str
-    rows: int
-    positives: int | None = Field(None, description="Yes/no: how many rows were labelled yes.")
-    method: str
-    map: ProbabilityMap
-    before: Reliability = Field(description="The model's own probabilities on the labelled rows.")
-    after: Reliability = Field(description="Out-of-fold calibrated probabilities: no row judges a map fitted on it.")
-    cross_validated_log_loss: dict[str, float]
-    run_id: str | None
-
-
-class CalibrateResponse(CalibrationSummary):
-    saved: bool
-    usage: Usage
-
-
 class CalibrationList(BaseModel):
-    calibrations: list[CalibrationSummary]
+    calibrations: list[CalibrationSummaryOut]
 
 
 class Removed(BaseModel):
