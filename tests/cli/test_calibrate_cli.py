@@ -101,7 +101,7 @@ def test_calibrate_from_a_jsonl_file_then_list_show_filter_and_remove(files):
     assert kept.returncode == 0, kept.stderr
     promise = decirank.filter(ITEMS, PET_QUESTION, PET_STATE, model="lexical", calibration="pets", target_recall=0.8)
     cutoff = promise.promise
-    assert kept.stdout.splitlines()[0].split("\t") == ["kept", "probability", "raw", "item"]
+    assert kept.stdout.splitlines()[0].split("\t") == ["#", "kept", "probability", "raw", "item"]
     assert (
         f"promise: recall >= 0.8 with confidence 0.9 on new items; cut-off: model probability >= {cutoff.threshold:.4f}"
         in kept.stdout

@@ -70,12 +70,12 @@ def test_the_batch_summary_counts_the_rows_it_wrote(tmp_path):
 
 
 def test_an_empty_list_costs_nothing(tmp_path):
-    """No model call costs $0, as any run of the local models does, never "unknown"."""
+    """An empty list asks no model: its cost is nothing, never "unknown", and a local model says it is free."""
     empty = tmp_path / "empty.json"
     empty.write_text("[]", encoding="utf-8")
     done = piped("filter", str(empty), *QUESTION)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1].endswith("0 call(s) · 0 input tokens · cost $0.000000")
+    assert done.stdout.splitlines()[-1].endswith("0 call(s) · 0 input tokens · free (local model)")
     header = tmp_path / "empty.csv"
     header.write_text("id,text\n", encoding="utf-8")
     batch = piped("batch", "filter", str(header), "--out", str(tmp_path / "o.jsonl"), *QUESTION, "--text", "text")

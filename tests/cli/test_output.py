@@ -40,8 +40,8 @@ def test_a_piped_table_is_plain_tab_separated_lines():
     assert rows[0][0] == ranked["run_id"][:12] and rows[0][3] == "lexical:bm25"
     shown = decirank("rank", str(PAPERS), "-i", "Which paper?", "-s", '"CPU"', "-m", "lexical", "-d", "title")
     lines = shown.stdout.splitlines()
-    assert lines[0].split("\t") == ["#", "probability", "item"], "the bar column is left out"
-    assert len(lines[1].split("\t")) == 3 and "█" not in shown.stdout
+    assert lines[0].split("\t") == ["rank", "#", "probability", "item"], "the bar column is left out"
+    assert len(lines[1].split("\t")) == 4 and "█" not in shown.stdout
 
 
 def test_tables_fit_80_columns_without_splitting_ids():

@@ -36,8 +36,25 @@ def _console(*, stderr: bool) -> Console:
     return made
 
 
-def cost_text(cost: float | None, calls: int) -> str:
-    """A run's cost as the summaries print it: no model call costs nothing, not an unknown amount."""
+def runs_here(model: str | None) -> bool:
+    """Whether ``model`` (a ``provider:model`` name) runs in this process: its provider takes no
+    ``base_url``, as a model served elsewhere would."""
+    if not model:
+        return False
+    from ..backends import providers  # here: only a summary line asks, once
+
+    provider = model.partition(":")[0]
+    return any(found.name == provider and "base_url" not in found.options for found in providers())
+
+
+def cost_text(cost: float | None, calls: int, *, model: str | None = None) -> str:
+    """A run's cost as the summaries print it: no model call costs nothing, not an unknown amount.
+
+    A model that runs here (``model``, the one that answered) is free, which "$0.000000" would
+    only hint at, as if a price had been looked up and rounded.
+    """
+    if runs_here(model) and not cost:
+        return "free (local model)"
     if cost is None:
         return "$0.000000" if calls == 0 else "unknown"
     return f"${cost:.6f}"
@@ -69,6 +86,7 @@ __all__ = [
     "read_items",
     "read_json_list",
     "read_text",
+    "runs_here",
     "short_text",
     "shown_item",
     "source_name",
@@ -248,8 +266,17 @@ def probability_bar(probability: float | None, width: int = 20) -> Text:
 
 
 def short_text(value: Any, limit: int = 90) -> str:
+    """``value`` as one line of a table: its text (else its JSON), each run of white space one space.
+
+    Cut to ``limit`` characters on a terminal only, where a row should fit the screen; piped or
+    redirected, the text stays whole, so logs and grep see all of it.
+    """
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
+    return _cut(text, limit) if console.is_terminal else text
+
+
+def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -322,7 +349,7 @@ def progress_bar(label: str, total: int, *, remaining: bool = False) -> Iterator
         transient=True,
         disable=not error_console.is_terminal,
     ) as progress:
-        task = progress.add_task(short_text(label, 40), total=total)
+        task = progress.add_task(_cut(" ".join(label.split()), 40), total=total)  # the bar is always on a terminal
         yield lambda: progress.advance(task)
 
 

@@ -1,88 +1,47 @@
-"""``decirank rank``, ``rerank``, ``filter``, ``classify`` and ``score``: the tools on the command line."""
+"""``decirank rank``, ``rerank``, ``filter``, ``classify`` and ``score``: the tools on the command line.
+
+Each command is made from its tool's definition (:func:`~decirank.cli._commands.tool_command`):
+its options, their help and defaults are the tool's parameters. What is written here is how
+each prints its result as a table. In every table ``#`` is the input's index (from 0), the
+same number ``--json`` calls ``index``; rank and rerank call their order ``rank`` (from 1).
+"""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
 
-from ..stores.runlog import current_runlog
-from ..tools.classify import classify as classify_texts
-from ..tools.filter import DEFAULT_MIN_CONFIDENCE
-from ..tools.filter import filter as filter_items
-from ..tools.rank import rank as rank_items
-from ..tools.rerank import rerank as rerank_documents
-from ..tools.score import DEFAULT_MAX_CONCURRENCY as DEFAULT_SCORE_CONCURRENCY
-from ..tools.score import score as score_texts
+from ..tools.classify import CLASSIFY
+from ..tools.filter import FILTER
+from ..tools.rank import RANK
+from ..tools.rerank import RERANK
+from ..tools.score import SCORE
 from ._app import app
-from ._options import CalibrationOption, ConfidenceOption, TargetPrecisionOption, TargetRecallOption
+from ._commands import EXIT_INTERRUPTED, interrupted_message, tells_when_interrupted, tool_command
 from ._output import (
     check_base_url,
     console,
     cost_text,
-    error_console,
-    json_or_text,
-    names_options_in_errors,
     new_table,
-    options_value,
-    print_json,
     print_table,
     probability_bar,
-    read_json_list,
     short_text,
     shown_item,
 )
 
-#: The exit status of a command stopped by Ctrl-C (128 + SIGINT), as batch's.
-EXIT_INTERRUPTED = 130
+__all__ = [
+    "BaseUrlOption",
+    "EXIT_INTERRUPTED",
+    "ModelOption",
+    "interrupted_message",
+    "print_promise",
+    "tells_when_interrupted",
+    "usage_line",
+]
 
-
-def interrupted_message(tool: str, since: datetime) -> str:
-    """What a Ctrl-C stopped, and what the run log recorded of it (the run a tool call started after ``since``)."""
-    runlog = current_runlog()
-    if runlog is None:
-        return f"interrupted: {tool} was cancelled; the run log is off, so nothing was recorded"
-    newest = runlog.runs(limit=1, tool=tool)
-    if not newest or datetime.fromisoformat(newest[0]["started_at"]) < since:
-        return f"interrupted: {tool} was cancelled before it asked a model; the run log recorded nothing"
-    run = runlog.run(newest[0]["id"])
-    answered = sum(child["status"] == "success" for child in run["children"])
-    short = run["id"][:12]
-    return (
-        f"interrupted: {tool} was cancelled after {answered} of its model calls had answered; the run log recorded "
-        f"run {short} as {run['status']} (decirank runs show {short})"
-    )
-
-
-def tells_when_interrupted(tool: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """A tool command that, on Ctrl-C, says what was interrupted and what the run log recorded, then exits 130.
-
-    Its bad input is reported by the option's name (``--min-confidence``), not the Python argument's.
-
-    Typer turns a KeyboardInterrupt into a silent exit 130 before decirank's own handler sees it,
-    so the command catches it itself.
-    """
-
-    def decorate(command: Callable[..., None]) -> Callable[..., None]:
-        named = names_options_in_errors(command)
-
-        @functools.wraps(command)
-        def run(*args: Any, **kwargs: Any) -> None:
-            since = datetime.now(UTC)
-            try:
-                named(*args, **kwargs)
-            except KeyboardInterrupt:
-                error_console.print(interrupted_message(tool, since), highlight=False, soft_wrap=True)
-                raise typer.Exit(EXIT_INTERRUPTED) from None
-
-        return run
-
-    return decorate
-
-
+# The options of the commands not made from a tool's definition (decirank calibrate).
 ModelOption = Annotated[str, typer.Option("--model", "-m", help="A role (decider) or a provider:model name.")]
 BaseUrlOption = Annotated[
     str | None,
@@ -90,31 +49,6 @@ BaseUrlOption = Annotated[
         "--base-url", callback=check_base_url, help="Base URL for an HTTP backend, e.g. http://127.0.0.1:8000."
     ),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="Time budget in seconds for the whole call.")]
-ItemsArgument = Annotated[
-    str, typer.Argument(metavar="ITEMS", help="A JSON array file, a JSON Lines file, or - for stdin.")
-]
-StateOption = Annotated[
-    str | None, typer.Option("--state", "-s", help="The context as JSON (plain text is a string); optional.")
-]
-DescribeOption = Annotated[str | None, typer.Option("--describe", "-d", help="Dot path into each item to show.")]
-TextsArgument = Annotated[
-    str,
-    typer.Argument(
-        metavar="TEXTS",
-        help="The texts (strings; others shown as JSON): a JSON array file, JSON Lines, or - for stdin.",
-    ),
-]
-
-
-def _examples_option(answers: str) -> Any:
-    return typer.Option(
-        "--examples",
-        metavar="FILE|NAME",
-        help=f'Labelled texts: a JSON or JSON Lines file of {{"item": <text>, "answer": {answers}}} (or "state" for '
-        '"item"), - for stdin, or a set stored with decirank examples add.',
-    )
 
 
 def _calibrated_column(data: dict[str, Any]) -> bool:
@@ -140,9 +74,11 @@ def print_promise(promise: dict[str, Any]) -> None:
 
 
 def usage_line(data: dict[str, Any]) -> str:
+    """The model, its calls and tokens, and what they cost (a model run here costs nothing)."""
     usage = data["usage"]
-    cost = cost_text(usage["cost"], usage["calls"])
-    return f"model {data['model']} · {usage['calls']} call(s) · {usage['input_tokens']} input tokens · cost {cost}"
+    cost = cost_text(usage["cost"], usage["calls"], model=data["model"])
+    shown = cost if cost.startswith("free") else f"cost {cost}"
+    return f"model {data['model']} · {usage['calls']} call(s) · {usage['input_tokens']} input tokens · {shown}"
 
 
 def _print_notes(data: dict[str, Any], what: str) -> None:
@@ -152,99 +88,39 @@ def _print_notes(data: dict[str, Any], what: str) -> None:
         console.print(f"note: {where}: {note['kind']}: {note['message']}", style="yellow")
 
 
-@app.command()
-@tells_when_interrupted("rank")
-def rank(
-    items: ItemsArgument,
-    instructions: Annotated[str, typer.Option("--instructions", "-i", help="The choice question.")],
-    state: StateOption = None,
-    describe: DescribeOption = None,
-    none: Annotated[str | None, typer.Option("--none", help="Text of a 'nothing fits' option.")] = None,
-    top_k: Annotated[int | None, typer.Option("--top-k", "-k", help="Keep only the best k.")] = None,
-    model: ModelOption = "decider",
-    base_url: BaseUrlOption = None,
-    timeout: TimeoutOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Rank a list against a question in one decision-model call."""
-    result = rank_items(
-        read_json_list(items, "items"),
-        instructions,
-        None if state is None else json_or_text(state, "--state"),
-        describe=describe,
-        none=none,
-        top_k=top_k,
-        model=model,
-        base_url=base_url,
-        timeout=timeout,
-    )
-    data = result.to_dict()
-    if as_json:
-        print_json(data)
-        return
-    table = new_table("#", "probability", "", "item")
+def render_rank(result: Any, arguments: Mapping[str, Any]) -> None:
+    describe = arguments.get("describe")
+    table = new_table("rank", "#", "probability", "", "item")
     for position, entry in enumerate(result.ranked, start=1):
         probability = "—" if entry.probability is None else f"{entry.probability:.3f}"
-        table.add_row(str(position), probability, probability_bar(entry.probability), shown_item(entry.item, describe))
+        table.add_row(
+            str(position),
+            str(entry.index),
+            probability,
+            probability_bar(entry.probability),
+            shown_item(entry.item, describe),
+        )
     print_table(table)
     if result.none is not None:
         verdict = "nothing fits" if result.no_fit else "an item fits"
         console.print(f"none: {result.none:.3f} ({verdict})")
-    console.print(usage_line(data), style="dim")
+    console.print(usage_line(result.to_dict()), style="dim")
 
 
-@app.command()
-@tells_when_interrupted("rerank")
-def rerank(
-    documents: Annotated[
-        str,
-        typer.Argument(
-            metavar="DOCUMENTS",
-            help="Strings or {id, text, metadata} objects: a JSON array file, a JSON Lines file, or - for stdin.",
-        ),
-    ],
-    query: Annotated[str, typer.Option("--query", "-q", help="The request the documents are scored against.")],
-    top_k: Annotated[int | None, typer.Option("--top-k", "-k", help="Keep only the best k (0 keeps all).")] = None,
-    min_relevance: Annotated[
-        float | None,
-        typer.Option("--min-relevance", help="Drop documents scored below this (0.3 suits local: see the README)."),
-    ] = None,
-    max_documents_per_call: Annotated[
-        int | None, typer.Option("--per-call", help="Documents per model call when the model declares no limit.")
-    ] = None,
-    calibration: CalibrationOption = None,
-    model: ModelOption = "decider",
-    base_url: BaseUrlOption = None,
-    timeout: Annotated[
-        float | None,
-        typer.Option(
-            "--timeout", help="Time budget in seconds for the whole rerank (default: 15 s plus 20 ms per document)."
-        ),
-    ] = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Score each document's relevance to a query (one likelihood each) and sort."""
-    result = rerank_documents(
-        query,
-        read_json_list(documents, "documents"),
-        top_k=top_k,
-        min_relevance=min_relevance,
-        max_documents_per_call=max_documents_per_call,
-        model=model,
-        base_url=base_url,
-        timeout="auto" if timeout is None else timeout,
-        show_progress=True,  # on a terminal only
-        calibration=calibration,
-    )
+def render_rerank(result: Any, arguments: Mapping[str, Any]) -> None:
     data = result.to_dict()
-    if as_json:
-        print_json(data)
-        return
-    table = new_table("rank", "relevance", "", "id", "document")
+    table = new_table("rank", "#", "relevance", "", "id", "document")
+    describe = arguments.get("describe")
     for entry in result.results:
-        text = entry.document if isinstance(entry.document, str) else entry.document.get("text", "")
+        document = entry.document
+        if describe is not None or not isinstance(document, dict):
+            text = shown_item(document, describe)
+        else:
+            text = short_text(document.get("text", ""))
         score = entry.relevance_score
-        table.add_row(str(entry.rank), f"{score:.3f}", probability_bar(score), str(entry.id), short_text(text))
+        table.add_row(
+            str(entry.rank), str(entry.index), f"{score:.3f}", probability_bar(score), str(entry.id), text
+        )
     print_table(table)
     _print_notes(data, "document")
     if result.calibration is not None:
@@ -252,66 +128,14 @@ def rerank(
     console.print(usage_line(data), style="dim")
 
 
-@app.command(name="filter")
-@tells_when_interrupted("filter")
-def filter_command(
-    items: ItemsArgument,
-    question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each item.")],
-    state: StateOption = None,
-    min_confidence: Annotated[
-        float | None,
-        typer.Option(
-            "--min-confidence",
-            help=f"Keep items at least this likely (default {DEFAULT_MIN_CONFIDENCE:g}; a target picks it instead).",
-        ),
-    ] = None,
-    describe: DescribeOption = None,
-    model: ModelOption = "decider",
-    base_url: BaseUrlOption = None,
-    timeout: TimeoutOption = None,
-    examples: Annotated[
-        str | None,
-        typer.Option(
-            "--examples",
-            metavar="FILE|NAME",
-            help='Labelled items: a JSON or JSON Lines file of {"item": ..., "answer": true/false} '
-            '(or {"state": <item text>, "answer": ...}), - for stdin, or a set stored with decirank examples add.',
-        ),
-    ] = None,
-    calibration: CalibrationOption = None,
-    target_recall: TargetRecallOption = None,
-    target_precision: TargetPrecisionOption = None,
-    confidence: ConfidenceOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Keep the items for which a yes/no question is likely true (the decide gate)."""
-    from .examples import examples_value
-
-    examples_given = examples_value(examples)
-    result = filter_items(
-        read_json_list(items, "items"),
-        question,
-        {} if state is None else json_or_text(state, "--state"),
-        min_confidence=min_confidence,
-        describe=describe,
-        model=model,
-        base_url=base_url,
-        timeout=timeout,
-        examples=examples_given,
-        show_progress=True,  # on a terminal only
-        calibration=calibration,
-        target_recall=target_recall,
-        target_precision=target_precision,
-        confidence=confidence,
-    )
+def render_filter(result: Any, arguments: Mapping[str, Any]) -> None:
     data = result.to_dict()
-    if as_json:
-        print_json(data)
-        return
+    describe = arguments.get("describe")
     calibrated = _calibrated_column(data)
-    table = new_table("kept", "probability", *(["raw"] if calibrated else []), "", "item")
+    table = new_table("#", "kept", "probability", *(["raw"] if calibrated else []), "", "item")
     for decision in data["decisions"]:
         table.add_row(
+            str(decision["index"]),
             "yes" if decision["kept"] else "no",
             f"{decision['probability']:.3f}",
             *([f"{decision['raw_probability']:.3f}"] if calibrated else []),
@@ -331,58 +155,9 @@ def filter_command(
     console.print(usage_line(data), style="dim")
 
 
-@app.command()
-@tells_when_interrupted("classify")
-def classify(
-    texts: TextsArgument,
-    question: Annotated[str, typer.Option("--question", "-q", help="The choice question asked of each text.")],
-    options: Annotated[
-        str,
-        typer.Option(
-            "--options",
-            help="The labels: a JSON list, a JSON object of label to description, a JSON file, or a,b,c.",
-        ),
-    ],
-    none: Annotated[str | None, typer.Option("--none", help="Text of a 'none of these' option (key none).")] = None,
-    examples: Annotated[str | None, _examples_option("<option key>")] = None,
-    calibration: CalibrationOption = None,
-    coverage: Annotated[
-        float | None,
-        typer.Option(
-            "--coverage",
-            help="Give each text a prediction set holding its right option for at least this share of new texts "
-            "(conformal); needs --calibration.",
-        ),
-    ] = None,
-    confidence: Annotated[
-        float | None, typer.Option("--confidence", help="How sure --coverage's promise is (default 0.9).")
-    ] = None,
-    model: ModelOption = "decider",
-    base_url: BaseUrlOption = None,
-    timeout: TimeoutOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Pick, for each text, the option a question asks for (one choice question per text)."""
-    from .examples import examples_value
-
-    given = read_json_list(texts, "texts")
-    result = classify_texts(
-        given,
-        question,
-        options_value(options),
-        none=none,
-        examples=examples_value(examples),
-        model=model,
-        base_url=base_url,
-        timeout=timeout,
-        calibration=calibration,
-        coverage=coverage,
-        confidence=confidence,
-    )
+def render_classify(result: Any, arguments: Mapping[str, Any]) -> None:
     data = result.to_dict()
-    if as_json:
-        print_json(data)
-        return
+    given = arguments["texts"]
     sets = data["coverage"] is not None
     table = new_table("#", "choice", "probability", "", *(["set"] if sets else []), "text")
     for decision in result.decisions:
@@ -397,7 +172,7 @@ def classify(
             f"{probability:.3f}",
             probability_bar(probability),
             *shown_set,
-            short_text(given[decision.index]),
+            shown_item(given[decision.index], arguments.get("describe")),
         )
     print_table(table)
     if sets:
@@ -413,57 +188,46 @@ def classify(
     console.print(usage_line(data), style="dim")
 
 
-@app.command()
-@tells_when_interrupted("score")
-def score(
-    texts: TextsArgument,
-    question: Annotated[str, typer.Option("--question", "-q", help="The yes/no question asked of each text.")],
-    true: Annotated[str | None, typer.Option("--true", help="What a yes means.")] = None,
-    false: Annotated[str | None, typer.Option("--false", help="What a no means.")] = None,
-    examples: Annotated[str | None, _examples_option("true/false")] = None,
-    calibration: CalibrationOption = None,
-    model: ModelOption = "decider",
-    base_url: BaseUrlOption = None,
-    timeout: TimeoutOption = None,
-    max_concurrency: Annotated[
-        int,
-        typer.Option(
-            "--max-concurrency",
-            min=1,
-            help="Requests in flight at once where each text is its own request (a hosted model); "
-            "the embedded model takes up to 256 texts a call.",
-        ),
-    ] = DEFAULT_SCORE_CONCURRENCY,
-    as_json: JsonOption = False,
-) -> None:
-    """The probability that a yes/no question is true of each text (one likelihood question per text)."""
-    from .examples import examples_value
-
-    given = read_json_list(texts, "texts")
-    result = score_texts(
-        given,
-        question,
-        true=true,
-        false=false,
-        examples=examples_value(examples),
-        model=model,
-        base_url=base_url,
-        timeout=timeout,
-        max_concurrency=max_concurrency,
-        calibration=calibration,
-    )
-    data = result.to_dict()
-    if as_json:
-        print_json(data)
-        return
-    calibrated = _calibrated_column(data)
-    table = new_table("#", "probability", *(["raw"] if calibrated else []), "", "text")
-    rows = zip(given, data["probabilities"], data["raw_probabilities"], strict=True)
-    for index, (text, probability, raw) in enumerate(rows):
-        raw_cell = [f"{raw:.3f}"] if calibrated else []
-        table.add_row(str(index), f"{probability:.3f}", *raw_cell, probability_bar(probability), short_text(text))
+def _print_levels(levels: list[Any], given: list[Any], describe: str | None) -> None:
+    """score with levels: each text's most likely level, and its expected level (0 the lowest) with a bar."""
+    table = new_table("#", "level", "expected", "", "text")
+    for decision in levels:
+        highest = max(len(decision.probabilities) - 1, 1)
+        table.add_row(
+            str(decision.index),
+            decision.level,
+            f"{decision.expected_level:.2f}",
+            probability_bar(decision.expected_level / highest),
+            shown_item(given[decision.index], describe),
+        )
     print_table(table)
+
+
+def render_score(result: Any, arguments: Mapping[str, Any]) -> None:
+    data = result.to_dict()
+    given, describe = arguments["texts"], arguments.get("describe")
+    calibrated = _calibrated_column(data)
+    if result.levels is not None:
+        _print_levels(result.levels, given, describe)
+    else:
+        table = new_table("#", "probability", *(["raw"] if calibrated else []), "", "text")
+        rows = zip(given, data["probabilities"], data["raw_probabilities"], strict=True)
+        for index, (text, probability, raw) in enumerate(rows):
+            raw_cell = [f"{raw:.3f}"] if calibrated else []
+            shown = shown_item(text, describe)
+            table.add_row(str(index), f"{probability:.3f}", *raw_cell, probability_bar(probability), shown)
+        print_table(table)
     _print_notes(data, "text")
     if calibrated:
         console.print(f"probabilities calibrated by {data['calibration']}", highlight=False)
     console.print(usage_line(data), style="dim")
+
+
+for _definition, _render in (
+    (RANK, render_rank),
+    (RERANK, render_rerank),
+    (FILTER, render_filter),
+    (CLASSIFY, render_classify),
+    (SCORE, render_score),
+):
+    app.command(name=_definition.command)(tool_command(_definition, _render))

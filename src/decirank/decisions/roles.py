@@ -99,7 +99,10 @@ def resolve_chain(name: str, config: Config | None = None) -> RoleChain:
         return RoleChain(name, DEFAULT_CHAIN, "the default")
     if ":" in name or any(provider.name == name for provider in providers()):
         return RoleChain(name, (name,), MODEL_NAME_SOURCE)
-    raise UnknownModelError(name, suggestion=suggest(name, [*role_names(config), *known_model_names()]))
+    # The roles and the providers (each a model name alone, its default model) say what to give instead;
+    # ``decirank models`` lists every model of each.
+    known = [*role_names(config), *(provider.name for provider in providers())]
+    raise UnknownModelError(name, known=known, suggestion=suggest(name, [*role_names(config), *known_model_names()]))
 
 
 def provider_options(provider: str, config: Config | None = None) -> Mapping[str, Any]:
