@@ -1,8 +1,8 @@
 """Options of the commands that take any of several tools' arguments (``decirank batch``, ``decirank calibrate``).
 
-Each says which tool it is for, since one command line serves them all. The
-calibration options are the tool commands' own; :func:`for_tool` names the
-tool in a copy's help for the commands that serve several.
+Each says which tool it is for, since one command line serves them all; :func:`for_tool`
+names the tool in a copy's help. The tool commands themselves (``decirank rank``, ...) take
+their options from the tools' definitions (:mod:`decirank.cli._commands`), not from here.
 """
 
 from __future__ import annotations
