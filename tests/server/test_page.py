@@ -888,3 +888,22 @@ def test_calibrate_tab_shows_what_is_wrong_with_the_rows(page, served):
     page.wait_for_selector("#play-error:not([hidden])")
     assert "rows" in page.text_content("#play-error") and "20" in page.text_content("#play-error")
     assert page.is_hidden("#results")
+
+
+def test_a_run_kept_as_hashes_says_so_and_one_kept_in_full_does_not(page, served, tmp_path):
+    """Under --runlog-texts hashes a run's card says its texts are kept as hashes; a run of a server keeping
+    texts in full says nothing of the kind."""
+    with _serve(tmp_path, "--model", "lexical", "--runlog-texts", "hashes") as process:
+        url = f"http://127.0.0.1:{_port_of(process)}"
+        ranked = httpx.post(url + "/v1/rank", json={"items": ITEMS, "instructions": INSTRUCTIONS, "state": STATE})
+        run_id = ranked.json()["run_id"]
+        assert httpx.get(f"{url}/v1/runs/{run_id}").json()["texts"] == "hashes"
+        _open(page, url, "#/runs/" + run_id)
+        page.wait_for_selector("#run-card")
+        assert page.text_content("#run-texts").startswith("texts kept as hashes")
+        assert ITEMS[0] not in page.text_content("#run-card")
+    full_url, _ = served
+    full = httpx.post(full_url + "/v1/rank", json={"items": ITEMS, "instructions": INSTRUCTIONS, "state": STATE})
+    _open(page, full_url, "#/runs/" + full.json()["run_id"])
+    page.wait_for_selector("#run-card")
+    assert page.locator("#run-texts").count() == 0

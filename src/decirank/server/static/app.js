@@ -757,6 +757,8 @@
     const card = h("div", { class: "card", id: "run-card", "data-run": run.id },
       h("h2", { text: `${run.tool} run ` }, h("span", { class: "status " + run.status, text: run.status })),
       h("p", { class: "muted", text: run.id + (run.parent_id ? " · part of " + run.parent_id : "") }),
+      // A run kept under DECIRANK_RUNLOG_TEXTS=hashes holds each text's SHA-256 and length: say so, or its inputs read as garbled.
+      run.texts === "hashes" ? h("p", { class: "muted", id: "run-texts", text: "texts kept as hashes (SHA-256 and length): what was asked and how, not what the texts said" }) : null,
       h("div", { class: "facts" }, facts.map(([k, v]) => h("div", {}, h("span", { text: k }), v ?? "—"))),
       run.error ? h("div", { class: "error", text: `${run.error_type}: ${run.error}` }) : null,
       h("h3", { text: "Model calls" }),
