@@ -10,7 +10,7 @@ DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
 EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray,docs
 
-.PHONY: install install-core demo test docs bench bench-labels bench-calibration bench-decisions train-model train-reader train-teacher bench-serve bench-replicas bench-batch check-data clean
+.PHONY: install install-core demo test docs bench bench-labels bench-calibration bench-decisions train train-model train-reader train-teacher bench-serve bench-replicas bench-batch check-data clean
 
 install: $(VENV)/.installed
 install-core: $(VENV)/.installed-core
@@ -67,11 +67,12 @@ bench-labels: install
 	for n in 8 16 64 256; do $(LABELS) $(DECISIONS)/sst2-train.jsonl -m local --type noul --examples $$n \
 		--question "Is this movie review positive?" --true "a positive movie review" --false "a negative movie review"; done
 
-# The decision head and the reader (training/): trained on every development set, judged leave-one-domain-out.
-# train-model writes src/decirank/backends/local/assets/decision_head.npz and blend.json (record their sha256 in
-# _assets.py); bench-decisions prints the 28 sets' table and the everyday table from the committed held-out
-# predictions (training/heldout/) and writes nothing.
+# The embedded model's own files (training/README.md is its model card): trained on every development set,
+# judged leave-one-domain-out. train-model writes the decision head and the blend only,
+# src/decirank/backends/local/assets/decision_head.npz and blend.json; bench-decisions prints the 28 sets' table
+# and the everyday table from the committed held-out predictions (training/heldout/) and writes nothing.
 EVERYDAY ?= ../shared/data/everyday
+ASSETS := src/decirank/backends/local/assets
 train-model: install
 	$(BIN)/python training/train.py --data $(DECISIONS)
 	$(BIN)/python training/stack.py --data $(DECISIONS) --everyday $(EVERYDAY)
@@ -84,23 +85,39 @@ bench-decisions: install
 	$(BIN)/python training/train.py --data $(DECISIONS) --no-write
 	$(BIN)/python training/stack.py --data $(DECISIONS) --everyday $(EVERYDAY) --no-write
 
-# The reader (a MiniLM cross-encoder) needs torch, which only this target installs. It is trained twice: a
-# six-layer reader, then the shipped four-layer one taught by it (--layers 4 --distil). FOLD=0, 1 or 2 trains
+# The reader (a MiniLM cross-encoder) needs torch, which only the training targets install. It is trained twice:
+# a six-layer reader, then the shipped four-layer one taught by it (--layers 4 --distil). FOLD=0, 1 or 2 trains
 # without that fold's domains and writes training/heldout/fold-FOLD.json (the six-layer reader's in
-# training/heldout/six-layers/; 15 to 45 minutes a fold and model on these 2-core machines, by CPU: run two
-# folds at once on one thread each); FOLD=final writes assets/reader.npz; FOLD=every does all of it in turn,
-# the accelerator's command (minutes on one GPU).
+# training/heldout/six-layers/; 15 to 45 minutes a fold and model on 2 cores, by CPU: run two folds at once on
+# one thread each); FOLD=final writes assets/reader.npz; FOLD=every does all of it in turn (minutes on one GPU).
 FOLD ?= every
-READER := $(BIN)/python training/cross_encoder.py --data $(DECISIONS) --everyday $(EVERYDAY) --fold $(FOLD)
+READER = $(BIN)/python training/cross_encoder.py --data $(DECISIONS) --everyday $(EVERYDAY) --fold $(FOLD)
+TEACHER = $(READER) --heldout training/heldout/six-layers --reader-out training/.cache/reader-six-layers.npz
+STUDENT = $(READER) --layers 4 --distil
 train-reader: install
 	$(BIN)/python -m pip install -q -e '.[train]'
-	$(READER) --heldout training/heldout/six-layers --reader-out training/.cache/reader-six-layers.npz
-	$(READER) --layers 4 --distil
+	$(TEACHER)
+	$(STUDENT)
 
-# The larger teacher's trial (training/README.md, "A larger teacher"): all-mpnet-base-v2 fine-tuned fold by
-# fold, its first six layers alone fine-tuned the same way (a reader of the cost the runtime allows), then
-# four-layer students taught by the whole one, each starting from its fold's six-layer MiniLM reader (made
-# again here, into the cache, where a fresh machine has none). Hours on two cores, minutes on one GPU.
+# The shipped recipe from the data to the assets: the decision head, the reader (the six-layer teacher, then
+# the four-layer student), the blend fitted on the held-out predictions, then the sha256 of the three files
+# written, to record in src/decirank/backends/local/_assets.py (SHA256) and assets/NOTICE.md. FOLD is final
+# here (the final models alone, about 2 hours on 2 cores, minutes on one GPU), so the blend is fitted on the
+# committed folds; FOLD=every trains the three folds first and writes their held-out predictions too.
+train: FOLD = final
+train: install
+	$(BIN)/python -m pip install -q -e '.[train]'
+	$(BIN)/python training/train.py --data $(DECISIONS)
+	$(TEACHER)
+	$(STUDENT)
+	$(BIN)/python training/stack.py --data $(DECISIONS) --everyday $(EVERYDAY)
+	@cd $(ASSETS) && sha256sum decision_head.npz reader.npz blend.json
+	@echo "record them in src/decirank/backends/local/_assets.py (SHA256) and $(ASSETS)/NOTICE.md"
+
+# The larger teacher's trial, not shipped (docs/experiments.md, "all-mpnet-base-v2"): all-mpnet-base-v2
+# fine-tuned fold by fold, its first six layers alone fine-tuned the same way (a reader of the cost the runtime
+# allows), then four-layer students taught by the whole one, each starting from its fold's six-layer MiniLM
+# reader (made again here, into the cache, where a fresh machine has none). Hours on two cores, minutes on one GPU.
 train-teacher: install
 	$(BIN)/python -m pip install -q -e '.[train]'
 	$(READER) --heldout training/.cache/heldout-six-layers --reader-out training/.cache/reader-six-layers.npz

@@ -76,9 +76,10 @@ billing?"), and ``--short-texts N`` asks label sets' names and descriptions,
 texts of a word or a few, about their own option and N others
 (``short_texts``).
 ``--start CHECKPOINT...`` trains a further phase of final readers (their
-weights averaged, as ``soup.py`` does), with ``--epochs`` below one and a
+weights averaged, ``averaged``), with ``--epochs`` below one and a
 smaller ``--rate``: how the additions were tried on a final reader without
-training it again from the start (training/README.md, "A further phase").
+training it again from the start (docs/experiments.md, "A further phase of
+the final reader").
 
 torch is needed here only (the ``train`` extra), never at run time.
 Checkpoints go to ``training/.cache/cross_encoder`` every 200 steps, and a
@@ -142,7 +143,7 @@ CORPUS_NEGATED = 0.3
 EVERYDAY_NEGATED = 0.2
 #: The final model's seed (beside ``--seed``): the recipe's second draw, 102, is shipped, the six-layer teacher's
 #: and the four-layer reader's alike; the first, 101, sent a README example to "none" (training/README.md,
-#: "The final model's seed").
+#: "Seeds").
 FINAL_SEED = 102
 #: The everyday yes/no questions are seen this many times an epoch.
 EVERYDAY_REPEAT = 2
@@ -165,7 +166,7 @@ NEIGHBOUR_SHARE = 0.2
 ORDINAL = 0.0
 #: Choice rows of each of the 28 sets' choice domains trained as groups, and how many of the domain's labels
 #: each is asked among (Banking77 has 77: all of them would be a group of 77 questions). The recipe before
-#: (0 and ``SCORE_REPEAT = 2``) is ``--corpus-choices 0 --score-repeat 2``: training/README.md.
+#: (0 and ``SCORE_REPEAT = 2``) is ``--corpus-choices 0 --score-repeat 2``.
 CORPUS_CHOICES = 40
 CORPUS_OPTIONS = 5
 #: Of a 28 sets' group's ``CORPUS_OPTIONS - 1`` other labels, how many are the labels nearest the answer (by
@@ -175,7 +176,7 @@ CORPUS_OPTIONS = 5
 HARD_OPTIONS = 0
 #: Share of the choice groups (everyday and the 28 sets') also trained with bare options: the option's name
 #: alone ("Which team? billing"), as a caller who passes a list of labels asks. A reader that only ever saw
-#: described options reads every bare one as a no (training/README.md). 0 in the recipes before
+#: described options reads every bare one as a no. 0 in the recipes before
 #: (``--bare-options 0``).
 BARE_OPTIONS = 0.5
 #: With ``--distil``, the share of a shallower reader's targets that is the six-layer reader's own answer
@@ -218,7 +219,7 @@ def encode(tokenizer, pairs: list[tuple[str, str]], apart: int = 0) -> dict[str,
 class CrossEncoder(torch.nn.Module):
     """MiniLM reading ``[CLS] question [SEP] text [SEP]``, mean-pooled, one linear output.
 
-    With ``apart = K`` (``--apart``, tried and not shipped: training/README.md) the question and the text go
+    With ``apart = K`` (``--apart``, tried and not shipped: docs/experiments.md) the question and the text go
     through the embeddings and the first K layers each alone, frozen, and only the upper layers read them
     together: at run time the text's lower states would be the dense encoder's own (its pass over the text
     is made anyway, for the text's vector), so the reader would cost its upper layers only. A learned
@@ -304,7 +305,7 @@ def training_pairs(
     yes_no = data[0]  # the choice and score rows are trained as groups (training_groups)
     rng = random.Random(seed)
     # The additions below draw from their own generator, so the recipe's questions stay those it drew without
-    # them (training/soup.py draws them again to find the texts a draw never saw).
+    # them.
     added = random.Random(f"added-{seed}")
     pairs: list[tuple[str, str, int]] = []
     for row in yes_no:
@@ -330,7 +331,7 @@ def training_pairs(
             if (row.true or row.false) and swapped and added.random() < swapped:
                 # The caller's descriptions say what yes and no mean: swapped, they turn the answer round. The
                 # 28 sets' descriptions always agree with their question, so without this the reader learns to
-                # pass over them (training/README.md, "A further phase").
+                # pass over them (docs/experiments.md, "A further phase of the final reader").
                 pairs.append((asked(row.question, row.false, row.true), row.text, 1 - row.label))
     pairs += option_topics(data[1], held_everyday, options_as_topics, added)
     rng.shuffle(pairs)
@@ -356,7 +357,7 @@ def short_texts(
     the everyday choice rows given and of the 28 sets' topic label sets, asked by name whether it is about its
     own option (yes) and about ``per_text`` of its set's others (no); ``max_options`` leaves out the label sets
     of more options than that. A caller's items are often a word or two ("bread"), where the labelled texts
-    are sentences. What each choice of sets did: training/README.md, "A further phase"."""
+    are sentences. What each choice of sets did: docs/experiments.md, "A further phase of the final reader"."""
     if not per_text:
         return []
     topics = {row.domain for row in corpus_rows if row.family == "topic"}
@@ -992,11 +993,11 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     path = base_path(args.base)
     tokenizer = AutoTokenizer.from_pretrained(path)
     if args.init_seed is not None:  # start as that draw started (its output layer's random start), so the two
-        torch.manual_seed(seed_of(args.init_seed))  # can be averaged (training/soup.py)
+        torch.manual_seed(seed_of(args.init_seed))  # can be averaged (``averaged``)
     model = CrossEncoder(path, args.apart, args.layers).to(args.device)
     if args.init_seed is not None:
         torch.manual_seed(seed)  # and draws its own dropout
-    if args.start:  # a further phase of final readers already trained: their weights averaged (training/soup.py)
+    if args.start:  # a further phase of final readers already trained: their weights averaged
         model.load_state_dict(averaged([torch.load(start, map_location="cpu")["model"] for start in args.start]))
     CACHE.mkdir(parents=True, exist_ok=True)
 
@@ -1215,7 +1216,7 @@ def main() -> None:
         "--init-seed",
         type=int,
         help="start from the same random output layer as the draw of this --seed (default this draw's own), so "
-        "their final models can be averaged weight by weight (training/soup.py)",
+        "their final models can be averaged weight by weight (--start averages them)",
     )
     parser.add_argument(
         "--swapped-descriptions",

@@ -753,7 +753,7 @@ def main() -> None:
         "--blend-out",
         type=Path,
         default=ASSETS / "blend.json",
-        help="where the blend goes (default the shipped assets/blend.json; elsewhere for a trial, try_reader.py)",
+        help="where the blend goes (default the shipped assets/blend.json; elsewhere for a trial)",
     )
     parser.add_argument(
         "--heldout",

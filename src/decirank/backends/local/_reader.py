@@ -63,7 +63,7 @@ NEGATED_READS = ("both", "one")
 def reads_as_asked(topic):
     """Of a negated question read once, whether it is read as asked (else in its plain form): unless it is
     more likely a topic question than not (``topic``, :meth:`Blend.topic`), as a reader's own reading of a
-    negated topic ("Is this not about pets?") is near chance on domains it never saw (training/README.md,
+    negated topic ("Is this not about pets?") is near chance on domains it never saw (docs/experiments.md,
     "Negated questions read once")."""
     return np.asarray(topic) <= 0.5
 
@@ -313,7 +313,7 @@ class Blend:
       reader reads a bare name with less certainty than a described option.
     - score asked "how": ``softmax(levels_reader * r_i)`` over the levels, ``r_i`` the reader's logit of level
       i. (The head's contrast of the two ends is left out: it reads a complaint as the bottom of every
-      scale, which is right for satisfaction and wrong for urgency; training/README.md.)
+      scale, which is right for satisfaction and wrong for urgency; docs/experiments.md.)
     """
 
     kind_weights: np.ndarray
