@@ -61,7 +61,8 @@ def test_lists_every_tool_with_documented_schemas_and_read_only_hints():
     assert set(rank.output_schema["required"]) == {"items", "ranked", "none", "no_fit", "model", "usage", "run_id"}
 
     assert set(tools["builtin__rerank"].input_schema["properties"]) == {
-        "query", "documents", "top_k", "min_relevance", "calibration", "model", "max_documents_per_call"
+        "query", "documents", "top_k", "top_n", "return_documents", "describe", "min_relevance", "calibration",
+        "model", "max_documents_per_call",
     }
     assert set(tools["builtin__filter"].input_schema["properties"]) == {
         "items", "question", "state", "min_confidence", "describe", "examples", "calibration", "target_recall",
@@ -73,14 +74,16 @@ def test_lists_every_tool_with_documented_schemas_and_read_only_hints():
     assert {"calibration", "promise"} <= set(tools["builtin__filter"].output_schema["properties"])
     assert set(tools["builtin__filter"].input_schema["required"]) == {"items", "question"}
     assert set(tools["builtin__classify"].input_schema["properties"]) == {
-        "texts", "question", "options", "none", "examples", "calibration", "coverage", "confidence", "model"
+        "texts", "question", "options", "none", "describe", "examples", "calibration", "coverage", "confidence",
+        "model",
     }
     assert {"prediction_set", "none_fits"} <= set(
         tools["builtin__classify"].output_schema["properties"]["decisions"]["items"]["properties"]
     )
     assert set(tools["builtin__classify"].input_schema["required"]) == {"texts", "question", "options"}
     assert set(tools["builtin__score"].input_schema["properties"]) == {
-        "texts", "question", "true", "false", "examples", "calibration", "model", "max_concurrency"
+        "texts", "question", "levels", "describe", "true", "false", "examples", "calibration", "model",
+        "max_concurrency",
     }
     assert {"raw_probabilities", "calibration"} <= set(tools["builtin__score"].output_schema["properties"])
     calibrate = tools["builtin__calibrate"]

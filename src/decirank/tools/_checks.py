@@ -82,7 +82,7 @@ def check_items(items: Any, field: str = "items") -> list[Any]:
     what the caller meant.
     """
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
-        raise InvalidInputError(field, "a list (or any iterable) of items", got=items)
+        raise InvalidInputError(field, "a list", got=items)
     tolist = getattr(items, "tolist", None)
     if callable(tolist) and not isinstance(items, list):
         # numpy arrays and pandas Series: their elements are numpy scalars, their tolist() Python ones.

@@ -227,7 +227,10 @@ async def arerank(
     ],
     *,
     top_k: Annotated[
-        FromZero | None, Field(description="Keep only the best k; 0 or none keeps all."), Cli(flags=("--top-k", "-k"))
+        FromZero | None,
+        Field(description="Keep only the best k; 0 or none keeps all."),
+        Cli(flags=("--top-k", "-k")),
+        Offered.not_on(http="Cohere's rerank request, which /v1/rerank speaks, calls it top_n"),
     ] = None,
     top_n: Annotated[
         FromZero | None, AliasOf("top_k"), Field(description="Another name of top_k, as Cohere's rerank calls it.")
@@ -237,7 +240,10 @@ async def arerank(
         Field(description="Give each result its document; false gives index, id and score alone."),
         Offered.not_on(cli="the command line shows each document's text in its table or JSON"),
     ] = True,
-    describe: DescribeParam = None,
+    describe: Annotated[
+        DescribeParam,
+        Offered.not_on(http="Cohere's rerank request, which /v1/rerank speaks, names the fields to read rank_fields"),
+    ] = None,
     min_relevance: Annotated[
         Unit | None,
         Field(description="Drop documents scored below this (calibrated, with a calibration)."),

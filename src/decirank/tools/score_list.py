@@ -263,7 +263,10 @@ async def ascore_list(
     exec_timeout: Annotated[
         float,
         Field(gt=0, description="Seconds each exec: run may take."),
-        Offered.python_only("a server bounds exec: runs itself"),
+        Offered.not_on(
+            http="a server bounds exec: runs by its own settings, never a caller's",
+            mcp="a server bounds exec: runs by its own settings, never a caller's",
+        ),
     ] = DEFAULT_EXEC_TIMEOUT,
     timeout: Timeout = None,
     base_url: BaseUrl = None,
