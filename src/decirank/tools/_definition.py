@@ -125,9 +125,9 @@ class Parameter:
     def offered_on(self, surface: str) -> bool:
         return surface not in self.offered.left_off
 
-    def field_info(self, *, with_default: bool = True) -> FieldInfo:
+    def field_info(self) -> FieldInfo:
         """The pydantic field of a request model: the Field's bounds and help, the signature's default."""
-        default = ... if self.required or not with_default else self.default
+        default = ... if self.required else self.default
         return FieldInfo.merge_field_infos(self.field, default=default)
 
 
@@ -167,9 +167,8 @@ class ToolDefinition:
         result: type[BaseModel],
         read_only: bool = True,
         destructive: bool = False,
-        command: str | None = None,
-        route: str | None = None,
-        left_off: Mapping[str, str] | None = None,
+        command: str,
+        route: str,
     ) -> None:
         self.function = function
         self.name = name
@@ -179,11 +178,9 @@ class ToolDefinition:
         self.result = result
         self.read_only = read_only
         self.destructive = destructive
-        #: The CLI command and HTTP path that offer it (None: the surface does not; ``left_off`` says why).
+        #: The command and the HTTP path that offer it.
         self.command = command
         self.route = route
-        #: Surfaces the whole tool is left off, with the reason.
-        self.left_off = dict(left_off or {})
         self.parameters = _parameters(function)
         # help() and IDEs show the plain Python types, not the markers that make the surfaces.
         function.__signature__ = inspect.signature(function).replace(  # type: ignore[attr-defined]
