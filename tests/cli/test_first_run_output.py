@@ -83,6 +83,15 @@ def test_an_empty_list_costs_nothing(tmp_path):
     assert "cost $0.000000" in batch.stdout and "unknown" not in batch.stdout
 
 
+def test_a_batch_answered_here_says_it_is_free(tmp_path):
+    """A batch whose every model runs in this process prints "free (local model)", as the tool commands do."""
+    rows = tmp_path / "rows.csv"
+    rows.write_text("id,text\n1,I paid twice\n2,Nice weather\n", encoding="utf-8")
+    batch = piped("batch", "filter", str(rows), "--out", str(tmp_path / "o.jsonl"), *QUESTION, "--text", "text")
+    assert batch.returncode == 0, batch.stderr
+    assert "cost free (local model)" in batch.stdout
+
+
 def test_csv_to_parquet_says_its_columns_are_text(tmp_path):
     """A CSV's values are text; written to Parquet, the summary says its columns are strings there."""
     pytest.importorskip("pyarrow")

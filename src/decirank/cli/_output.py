@@ -37,14 +37,14 @@ def _console(*, stderr: bool) -> Console:
 
 
 def runs_here(model: str | None) -> bool:
-    """Whether ``model`` (a ``provider:model`` name) runs in this process: its provider takes no
-    ``base_url``, as a model served elsewhere would."""
+    """Whether ``model`` (a ``provider:model`` name, or several joined by ", " after a failover) runs in
+    this process, every one of them: its provider takes no ``base_url``, as a model served elsewhere would."""
     if not model:
         return False
     from ..backends import providers  # here: only a summary line asks, once
 
-    provider = model.partition(":")[0]
-    return any(found.name == provider and "base_url" not in found.options for found in providers())
+    local = {found.name for found in providers() if "base_url" not in found.options}
+    return all(name.strip().partition(":")[0] in local for name in model.split(","))
 
 
 def cost_text(cost: float | None, calls: int, *, model: str | None = None) -> str:

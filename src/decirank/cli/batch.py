@@ -288,7 +288,7 @@ def batch(
         print_promise(data["promise"])
     if result.calibration is not None:
         console.print(f"probabilities calibrated by {result.calibration}", highlight=False)
-    cost = cost_text(result.usage.cost, result.usage.calls)
+    cost = cost_text(result.usage.cost, result.usage.calls, model=", ".join(result.models))
     run_id = f" · run {result.run_id[:12]}" if result.run_id else ""
     console.print(
         f"{result.rows_per_second:,.0f} rows/s · {result.workers} {result.engine} worker(s) · "
