@@ -28,8 +28,7 @@ import typer
 
 from .._sync import run_sync
 from ..stores.runlog import current_runlog
-from ..tools._definition import Parameter, ToolDefinition
-from ..tools._definition import _plain as plain_type
+from ..tools._definition import Parameter, ToolDefinition, plain_type
 from ._output import (
     check_base_url,
     error_console,

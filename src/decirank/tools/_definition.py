@@ -42,6 +42,7 @@ __all__ = [
     "Surface",
     "ToolDefinition",
     "Wire",
+    "plain_type",
     "sync_twin_of",
 ]
 
@@ -189,7 +190,7 @@ class ToolDefinition:
                     parameter.name,
                     inspect.Parameter.KEYWORD_ONLY if parameter.keyword_only else inspect.Parameter.POSITIONAL_OR_KEYWORD,
                     default=inspect.Parameter.empty if parameter.required else parameter.default,
-                    annotation=_plain(parameter.annotation),
+                    annotation=plain_type(parameter.annotation),
                 )
                 for parameter in self.parameters
             ],
@@ -250,13 +251,13 @@ class _Arguments(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
-def _plain(annotation: Any) -> Any:
+def plain_type(annotation: Any) -> Any:
     """A type without its Annotated metadata (bounds, validators), as a reader of a signature wants it."""
     if get_origin(annotation) is Annotated:
-        return _plain(get_args(annotation)[0])
+        return plain_type(get_args(annotation)[0])
     args = get_args(annotation)
     if args and get_origin(annotation) in (typing.Union, types.UnionType):
-        return functools.reduce(operator.or_, [_plain(arg) for arg in args])
+        return functools.reduce(operator.or_, [plain_type(arg) for arg in args])
     return annotation
 
 
