@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
-__all__ = ["VectorCache", "text_key"]
+__all__ = ["ENTRY_OVERHEAD", "VectorCache", "text_key"]
+
+#: Bytes an entry costs beyond its arrays' objects: its key, the ordered dict's node and the size kept for it.
+ENTRY_OVERHEAD = 200
 
 
 def text_key(kind: str, text: str) -> bytes:
@@ -17,7 +21,13 @@ def text_key(kind: str, text: str) -> bytes:
 
 
 class VectorCache:
-    """Least recently used entries go first once the arrays held pass ``max_bytes``."""
+    """Least recently used entries go first once the memory held passes ``max_bytes``.
+
+    An entry is counted at what it holds in memory, its arrays' object headers and the cache's own
+    bookkeeping included: counted by their data alone, the short texts of small requests (token states
+    of a few hundred bytes each) held about three times the bound, and a server's memory kept rising
+    for the first ten thousand requests.
+    """
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
@@ -28,9 +38,12 @@ class VectorCache:
 
     @staticmethod
     def _size(value: Any) -> int:
-        if isinstance(value, np.ndarray):
-            return value.nbytes
-        return sum(part.nbytes for part in value)
+        parts = [value] if isinstance(value, np.ndarray) else list(value)
+        size = ENTRY_OVERHEAD + (0 if isinstance(value, np.ndarray) else sys.getsizeof(value))
+        for part in parts:
+            # getsizeof counts an array's header, and its data when the array owns it; a view's data is the base's.
+            size += sys.getsizeof(part) + (part.nbytes if part.base is not None else 0)
+        return size
 
     def get(self, key: bytes) -> Any | None:
         with self._lock:
