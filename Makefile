@@ -10,7 +10,7 @@ DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
 EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray,docs
 
-.PHONY: install install-core demo test docs bench bench-labels bench-calibration bench-decisions train train-model train-reader train-teacher bench-serve bench-replicas bench-batch check-data clean
+.PHONY: install install-core demo test docs bench bench-labels bench-calibration bench-decisions train train-model train-reader train-teacher bench-serve bench-soak bench-replicas bench-batch check-data clean
 
 install: $(VENV)/.installed
 install-core: $(VENV)/.installed-core
@@ -132,6 +132,11 @@ train-teacher: install
 # sentences.
 bench-serve: install
 	$(BIN)/python benchmarks/serve.py $(if $(DATA),--data $(DATA)/bm25_top100.json)
+
+# decirank serve --model local sent 20,000 small requests (new text in each, 4 clients): its resident memory
+# every 1,000, and whether it levelled off under 500 MB. REQUESTS=3000 for a shorter run.
+bench-soak: install
+	$(BIN)/python benchmarks/soak.py $(if $(REQUESTS),--requests $(REQUESTS))
 
 # Two decirank serve replicas on one PostgreSQL run log (DATABASE_URL, an empty database), one killed with
 # SIGKILL under 1,000 requests: no acknowledged run may be lost, and the killed one's open runs end interrupted.
