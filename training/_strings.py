@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from decirank.backends.local._head import option_reading, read_yes_no
-from decirank.backends.local._text import _AUXILIARY, BACKGROUND_TOPICS
+from decirank.backends.local._head import BACKGROUND_TOPICS
+from decirank.backends.local._questions import _AUXILIARY, option_reading, read_yes_no
 
 
 def strings(yes_no, choices) -> list[str]:

@@ -112,17 +112,16 @@ from _strings import negate
 from bases import BASES, base_path
 from corpus import by_domain, choice_rows, yes_no_rows
 
-from decirank.backends.local._head import strip_negation
 from decirank.backends.local._model import _runtime
-from decirank.backends.local._reader import (
-    _label,
-    asked,
-    four_bit_rows,
+from decirank.backends.local._questions import (
     level_asked,
     named_only,
     option_asked,
-    reader_layers,
+    option_name,
+    strip_negation,
+    yes_no_asked,
 )
+from decirank.backends.local._reader import four_bit_rows, reader_layers
 
 HERE = Path(__file__).parent
 CACHE = HERE / ".cache" / "cross_encoder"
@@ -311,28 +310,28 @@ def training_pairs(
     for row in yes_no:
         if row.domain in held_everyday:
             continue
-        pairs += [(asked(row.question), row.text, row.label)] * EVERYDAY_REPEAT
+        pairs += [(yes_no_asked(row.question), row.text, row.label)] * EVERYDAY_REPEAT
         plain, negated = strip_negation(row.question)
         if negated:
             # The runtime asks the reader a negated question's plain form and turns the answer round, so the
             # reader learns that form: "Is the laptop working?" of a broken laptop is a no, though on topic.
-            pairs += [(asked(plain), row.text, 1 - row.label)] * EVERYDAY_REPEAT
+            pairs += [(yes_no_asked(plain), row.text, 1 - row.label)] * EVERYDAY_REPEAT
         if row.kind != "negated" and rng.random() < everyday_negated:
-            pairs.append((asked(negate(row.question)), row.text, 1 - row.label))
+            pairs.append((yes_no_asked(negate(row.question)), row.text, 1 - row.label))
     groups: dict[tuple[str, str], list] = {}
     for row in corpus_rows:
         if row.domain not in held_corpus:
             groups.setdefault((row.domain, row.family), []).append(row)
     for _, rows in sorted(groups.items()):
         for row in rng.sample(rows, min(CORPUS_PER_GROUP, len(rows))):
-            pairs.append((asked(row.question, row.true, row.false), row.text, row.label))
+            pairs.append((yes_no_asked(row.question, row.true, row.false), row.text, row.label))
             if rng.random() < CORPUS_NEGATED:
-                pairs.append((asked(negate(row.question), row.false, row.true), row.text, 1 - row.label))
+                pairs.append((yes_no_asked(negate(row.question), row.false, row.true), row.text, 1 - row.label))
             if (row.true or row.false) and swapped and added.random() < swapped:
                 # The caller's descriptions say what yes and no mean: swapped, they turn the answer round. The
                 # 28 sets' descriptions always agree with their question, so without this the reader learns to
                 # pass over them (docs/experiments.md, "A further phase of the final reader").
-                pairs.append((asked(row.question, row.false, row.true), row.text, 1 - row.label))
+                pairs.append((yes_no_asked(row.question, row.false, row.true), row.text, 1 - row.label))
     pairs += option_topics(data[1], held_everyday, options_as_topics, added)
     rng.shuffle(pairs)
     return pairs
@@ -340,7 +339,7 @@ def training_pairs(
 
 def topic_asked(key: str) -> str:
     """An option asked by name as a filter asks a topic: "Is this about billing?"."""
-    return f"Is this about {_label(key)}?"
+    return f"Is this about {option_name(key)}?"
 
 
 def short_texts(
@@ -373,7 +372,7 @@ def short_texts(
         if max_options is not None and len(options) > max_options:
             continue
         for key, description in options.items():
-            texts = [_label(key)] if named_only(key, description) else [description, _label(key)]
+            texts = [option_name(key)] if named_only(key, description) else [description, option_name(key)]
             for text in texts:
                 others = rng.sample([other for other in options if other != key], min(per_text, len(options) - 1))
                 out += [(topic_asked(other), text, int(other == key)) for other in [key, *others]]
@@ -461,7 +460,8 @@ def transfer_questions(
     for (domain, question), seen in sorted(labelled.items()):
         others = [text for text in texts[domain] if text not in seen]
         plain = strip_negation(question)[0]
-        pairs += [(asked(plain), text, UNLABELLED) for text in rng.sample(others, min(per_question, len(others)))]
+        drawn = rng.sample(others, min(per_question, len(others)))
+        pairs += [(yes_no_asked(plain), text, UNLABELLED) for text in drawn]
     asked_choices: dict[tuple[str, str, tuple], tuple[dict[str, str], set[str]]] = {}
     for row in choices:
         if row.domain not in held_everyday:
@@ -511,7 +511,7 @@ def nearest_labels(choices) -> dict[str, dict[str, list[str]]]:
     for domain, rows in by_domain(choices).items():
         options = rows[0].options
         keys = list(options)
-        vectors = _runtime.dense_vectors([f"{_label(k)}: {options[k]}" for k in keys], threading.Event())[0]
+        vectors = _runtime.dense_vectors([f"{option_name(k)}: {options[k]}" for k in keys], threading.Event())[0]
         similarity = vectors @ vectors.T
         out[domain] = {
             key: [keys[j] for j in np.argsort(-similarity[i], kind="stable") if j != i] for i, key in enumerate(keys)
@@ -795,7 +795,7 @@ def held_out_predictions(read, corpus_rows, data, held_everyday, held_corpus) ->
         if row.domain in held_everyday:
             # A question the runtime reads as negated is answered as its plain form turned round: ask that too.
             plain, negated = strip_negation(row.question)
-            add("yes_no", row, [asked(row.question), *([asked(plain)] if negated else [])])
+            add("yes_no", row, [yes_no_asked(row.question), *([yes_no_asked(plain)] if negated else [])])
     for row in choices:
         if row.domain in held_everyday:
             add("choice", row, [option_asked(row.question, k, d) for k, d in row.options.items()])
@@ -805,7 +805,11 @@ def held_out_predictions(read, corpus_rows, data, held_everyday, held_corpus) ->
         if row.domain in held_everyday:
             add("score", row, [level_asked(row.question, level) for level in row.levels])
     for row in judged_rows(corpus_rows, held_corpus):
-        add("corpus", row, [asked(row.question, row.true, row.false), asked(negate(row.question), row.false, row.true)])
+        add(
+            "corpus",
+            row,
+            [yes_no_asked(row.question, row.true, row.false), yes_no_asked(negate(row.question), row.false, row.true)],
+        )
     print(f"judging {len(pairs)} held-out questions", flush=True)
     out = read(pairs)
     index = {id(row): i for i, row in enumerate(corpus_rows)}

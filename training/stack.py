@@ -52,8 +52,14 @@ from corpus import YesNoRow, yes_no_rows
 from vectors import VectorStore
 
 from decirank.backends.local._assets import find_blend, find_decision_head
-from decirank.backends.local._head import DecisionHead, asks_yes_or_no, read_yes_no, strip_negation
-from decirank.backends.local._reader import NEGATED_READS, negated_reading
+from decirank.backends.local._head import DecisionHead
+from decirank.backends.local._questions import (
+    NEGATED_READS,
+    asks_yes_or_no,
+    negated_reading,
+    read_yes_no,
+    strip_negation,
+)
 
 HERE = Path(__file__).parent
 ASSETS = HERE.parent / "src" / "decirank" / "backends" / "local" / "assets"
@@ -210,7 +216,7 @@ class YesNoTable:
     #: the reader's logit of a negated everyday question as asked (NaN for the others)
     r_asked: np.ndarray
     vectors: np.ndarray
-    #: how the runtime reads a negated question (``_reader.NEGATED_READS``): both forms, or one
+    #: how the runtime reads a negated question (``_questions.NEGATED_READS``): both forms, or one
     negated_reads: str
 
     def reading(self, rows: np.ndarray, pi: np.ndarray) -> np.ndarray:

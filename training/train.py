@@ -42,19 +42,14 @@ from corpus import TOPIC as TOPIC_FAMILY
 from vectors import VectorStore
 
 from decirank.backends.local._head import (
-    CONTRAST,
+    BACKGROUND_TOPICS,
     FEATURES,
-    KINDS,
     SCALARS,
-    TOPIC,
     DecisionHead,
-    option_reading,
-    question_kind,
-    read_yes_no,
     swap_sides,
     yes_no_features,
 )
-from decirank.backends.local._text import BACKGROUND_TOPICS
+from decirank.backends.local._questions import CONTRAST, KINDS, TOPIC, option_reading, question_kind, read_yes_no
 from decirank.evaluation.trec import calibration
 
 # --- settings (plain variables, overridable from the command line) ---------------------------------------
@@ -122,7 +117,8 @@ def features(rows, store: VectorStore, negated: bool = False) -> np.ndarray:
 def cached_features(rows, store: VectorStore, seed: int):
     """Features of the plain and the negated questions, kept until the code that makes them changes."""
     code = [(Path(__file__).parent / name).read_text() for name in ("corpus.py", "_strings.py")]
-    code.append(Path(inspect.getfile(yes_no_features)).read_text())  # the reading, the features and the routing
+    # the reading and the routing, then the features
+    code += [Path(inspect.getfile(f)).read_text() for f in (read_yes_no, yes_no_features)]
     digest = hashlib.blake2b("".join(code).encode() + str(seed).encode(), digest_size=8)
     path = CACHE / f"features-{digest.hexdigest()}.npz"
     if path.exists():

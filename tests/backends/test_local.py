@@ -15,7 +15,6 @@ from decirank.backends import create_backend
 from decirank.backends.local import LocalBackend, _model
 from decirank.backends.local._assets import find_assets
 from decirank.backends.local._model import _runtime
-from decirank.backends.local._text import split_frame, split_question
 from decirank.errors import MissingAssetError, UnknownModelError
 from decirank.types.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer, check_response
 from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
@@ -259,47 +258,6 @@ def test_limits_and_names():
     assert create_backend("local:splade").name == "local:splade"
     with pytest.raises(UnknownModelError):
         create_backend("local:nope")
-
-
-@pytest.mark.parametrize(
-    ("text", "frame", "subject"),
-    [
-        ("This note bears on the request: fleas live long", "This note bears on the request", "fleas live long"),
-        (
-            "How well does the artifact meet this criterion: cites sources",
-            "How well does the artifact meet this criterion",
-            "cites sources",
-        ),
-        ("Is the meeting at 10:30 tomorrow?", "", "Is the meeting at 10:30 tomorrow?"),
-        ("no frame here", "", "no frame here"),
-        (
-            "One two three four five six seven eight nine ten eleven twelve thirteen: x",
-            "",
-            "One two three four five six seven eight nine ten eleven twelve thirteen: x",
-        ),
-    ],
-)
-def test_split_frame(text, frame, subject):
-    """A short leading clause ending in ': ' is split off as the frame; long clauses and times are not frames."""
-    assert split_frame(text) == (frame, subject)
-
-
-@pytest.mark.parametrize(
-    ("text", "instructions", "subject"),
-    [
-        ("Is it about fleas?\nItem: a: b\nc", "Is it about fleas?", "a: b\nc"),
-        (
-            "This note bears on the request: Fleas\nAuthor: Ann\nItem: x",
-            "This note bears on the request",
-            "Fleas\nAuthor: Ann\nItem: x",
-        ),
-        ("Which one?\nAuthor: Ann", "", "Which one?\nAuthor: Ann"),
-        ("plain text", "", "plain text"),
-    ],
-)
-def test_split_question(text, instructions, subject):
-    """A leading frame wins; else a trailing block labelled as the subject (Item:, Document:, ...)."""
-    assert split_question(text) == (instructions, subject)
 
 
 def test_a_long_text_is_cut_before_it_is_tokenized():

@@ -19,8 +19,8 @@ from decirank.backends.local import _model
 from decirank.backends.local._assets import SHA256, find_blend, find_reader
 from decirank.backends.local._cache import text_key
 from decirank.backends.local._model import _runtime
-from decirank.backends.local._reader import asked as reader_asks
-from decirank.backends.local._reader import level_asked, named_only, option_asked, pair_ids
+from decirank.backends.local._questions import level_asked
+from decirank.backends.local._reader import pair_ids
 from decirank.types.questions import DecisionRequest, LikelihoodQuestion, ScoreQuestion
 
 from .test_local_shapes import decide
@@ -140,23 +140,6 @@ def test_a_call_with_nothing_for_the_reader_leaves_it_unloaded():
     logits, read, computed = runtime.reader_logits([], None)
     assert len(logits) == 0 and read == computed == 0
     assert runtime._reader is None
-
-
-def test_options_and_levels_are_asked_as_yes_no_questions_of_their_own():
-    assert option_asked("Which team?", "tech_support", "the app, logins") == "Which team? tech support: the app, logins"
-    assert option_asked("Which team?", "billing", "billing") == "Which team? billing"
-    assert option_asked("Which one answers?", "003", "SPLADE for first-stage ranking") == (
-        "Which one answers? SPLADE for first-stage ranking"
-    )
-    assert level_asked("How urgent is this?", "high") == "How urgent is this? high"
-    assert reader_asks("Is it good?", "good", None) == "Is it good? (yes: good; no: -)"
-
-
-def test_an_option_is_named_only_when_its_description_adds_nothing():
-    assert named_only("billing", "")
-    assert named_only("billing", "Billing ")
-    assert named_only("tech_support", "tech support")
-    assert not named_only("billing", "payments, refunds, invoices")
 
 
 def test_a_choice_among_bare_labels_is_mixed_by_the_blend_fitted_on_bare_labels(monkeypatch):

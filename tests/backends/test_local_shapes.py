@@ -6,25 +6,13 @@ import asyncio
 import dataclasses
 import hashlib
 
-import numpy as np
 import pytest
 
 import decirank
 from decirank.backends import create_backend
 from decirank.backends.local._assets import SHA256, find_decision_head
 from decirank.backends.local._fewshot import heads
-from decirank.backends.local._head import (
-    CONTRAST,
-    QUALITY,
-    STATEMENT,
-    TOPIC,
-    question_kind,
-    read_yes_no,
-    strip_negation,
-)
 from decirank.backends.local._model import _runtime
-from decirank.backends.local._reader import negated_reading
-from decirank.backends.local._text import is_none_option, polar_contrast, question_topic, refers_to_state
 from decirank.errors import InvalidInputError
 from decirank.types.answers import check_response
 from decirank.types.questions import ChoiceQuestion, DecisionRequest, Example, LikelihoodQuestion, ScoreQuestion
@@ -84,38 +72,6 @@ def test_true_and_false_descriptions_are_read_as_a_contrast():
     assert ask("a dull, lifeless mess that wastes its cast", bad, good) > 0.5
 
 
-@pytest.mark.parametrize(
-    ("negated", "plain"),
-    [
-        ("Is this not about pets?", "Is this about pets?"),
-        ("Isn't this about pets?", "Is this about pets?"),
-        ("Does the customer not want a refund?", "Does the customer want a refund?"),
-        ("Is the sentiment of this text not positive?", "Is the sentiment of this text positive?"),
-        ("Can't it be used offline?", "Can it be used offline?"),
-        ("Is it false that the shop is open?", "The shop is open?"),
-        ("Is it true that the writer isn't asking for a refund?", "Is the writer asking for a refund?"),
-        ("Is it true the customer does not want more offers?", "Does the customer want more offers?"),
-        ("Is it true, that they can't log in?", "Can they log in?"),
-    ],
-)
-def test_a_negated_question_is_read_as_its_plain_form(negated, plain):
-    assert strip_negation(negated) == (plain, True)
-    assert strip_negation(plain) == (plain, False)
-
-
-@pytest.mark.parametrize(
-    "question",
-    [
-        "Is it true that the man is asleep?",
-        # The "not" is in a clause of the claim, not the claim's own verb.
-        "Is it true that kangaroo means I don't know?",
-        "Is it true that the plan that did not pass was revived?",
-    ],
-)
-def test_a_claim_whose_own_verb_is_not_negated_is_not_read_as_negated(question):
-    assert strip_negation(question) == (question, False)
-
-
 def test_a_negated_topic_question_gets_about_one_minus_the_plain_answer():
     """ "Is this not about pets?" is no longer answered as "Is this about pets?". It is a topic question, so
     the reader's own reading of the negated form (near chance on topics) barely counts."""
@@ -125,20 +81,6 @@ def test_a_negated_topic_question_gets_about_one_minus_the_plain_answer():
         )
         assert answers["negated"].probability == pytest.approx(1 - answers["plain"].probability, abs=0.05)
     assert decirank.filter(PETS, "Is this not about pets?", state={}).items == [PETS[1], PETS[3]]
-
-
-def test_negated_reading_averages_both_readings_unless_the_question_is_a_topic():
-    """Of a question that is not a topic the two readings count alike (``negated_reading``)."""
-    assert negated_reading(4.0, -2.0, topic=0.0) == pytest.approx(3.0)
-    assert negated_reading(4.0, -2.0, topic=1.0) == pytest.approx(4.0)
-
-
-def test_a_negated_question_read_once_is_read_as_asked_unless_it_is_a_topic():
-    """Read once, "Is the laptop not working?" counts as asked (turned round), "Is this not about pets?" in its
-    plain form; the form not read may be NaN."""
-    assert negated_reading(np.nan, -2.0, topic=0.2, reads="one") == pytest.approx(2.0)
-    assert negated_reading(4.0, np.nan, topic=0.9, reads="one") == pytest.approx(4.0)
-    assert list(negated_reading(np.array([4.0, 4.0]), np.array([-2.0, -2.0]), np.array([0.2, 0.9]), "one")) == [2, 4]
 
 
 def _answer_and_tokens(text: str, question: str) -> tuple[float, int]:
@@ -168,12 +110,6 @@ def test_a_negated_question_read_once_costs_one_read(monkeypatch, question, plai
     assert both_tokens > once_tokens + 10
 
 
-def test_a_negated_question_swaps_its_descriptions():
-    """The caller's true and false describe the question as asked, so a negated question's sides swap back."""
-    reading = read_yes_no("Is this review not positive?", true="a negative review", false="a positive review")
-    assert reading.negated and reading.contrasts[0] == ("a positive review", "a negative review")
-
-
 def test_the_decision_head_ships_with_its_recorded_hash():
     assert hashlib.sha256(find_decision_head().read_bytes()).hexdigest() == SHA256["decision_head.npz"]
 
@@ -189,26 +125,6 @@ def test_the_decision_head_ships_with_its_recorded_hash():
 )
 def test_plain_topic_questions_come_out_as_a_person_would_answer(text, question, expected):
     assert (decide(text, q=LikelihoodQuestion(question))["q"].probability >= 0.5) is expected
-
-
-@pytest.mark.parametrize(
-    ("question", "kind"),
-    [
-        ("Is this about pets?", TOPIC),
-        ("Does this post discuss ice hockey?", TOPIC),
-        ("Does the user want to book a flight?", TOPIC),
-        ("Is the customer asking for a refund?", TOPIC),
-        ("Does the user want to say that it does not matter?", TOPIC),
-        ("Is the user asking the assistant to say what music they like?", TOPIC),
-        ("Is this tweet ironic?", QUALITY),
-        ("Is this sentence subjective?", QUALITY),
-        ("Is this a complaint?", QUALITY),
-        ("Is this review positive?", CONTRAST),
-        ("Does this imply that the man is asleep?", STATEMENT),
-    ],
-)
-def test_each_question_goes_to_the_head_of_its_kind(question, kind):
-    assert question_kind(read_yes_no(question)) == kind
 
 
 def test_none_of_these_comes_from_evidence_that_no_option_fits():
@@ -277,44 +193,7 @@ def test_a_score_question_about_the_state_follows_its_likelihood():
     assert answers["off"].normalized_score < 0.3
 
 
-@pytest.mark.parametrize(
-    ("question", "topic"),
-    [
-        ("Is the customer asking about card arrival?", "card arrival"),
-        ("Is this about pets?", "pets"),
-        ("Is this news article about sports?", "sports"),
-        ("Does the customer want a refund?", "want a refund"),
-        ("Is this a complaint?", "a complaint"),
-        ("Is this movie review positive?", "positive"),
-        ("Is it spam?", "spam"),
-        ("spam", "spam"),
-    ],
-)
-def test_question_topic(question, topic):
-    assert question_topic(question) == topic
-
-
-def test_questions_that_point_at_the_state():
-    assert refers_to_state("Does this answer the question?")
-    assert not refers_to_state("Is this about pets?")
-
-
-@pytest.mark.parametrize(
-    ("key", "description", "expected"),
-    [("none", "", True), ("x", "None of these", True), ("x", "Other", True), ("x", "none of the above fits.", True),
-     ("x", "nonetheless", False), ("x", "card arrival", False),
-     ("x", "Other things like decorative scoring will also increase the cost.", False)],
-)  # fmt: skip
-def test_none_options(key, description, expected):
-    assert is_none_option(key, description) is expected
-
-
-def test_a_polar_question_is_read_as_the_contrast_with_its_opposite():
-    assert polar_contrast("Is this movie review positive?") == (
-        "Is this movie review positive?",
-        "Is this movie review negative?",
-    )
-    assert polar_contrast("Is it good or bad?") is None  # two polar words: no single contrast
+def test_a_polar_question_is_answered_as_the_contrast_with_its_opposite():
     question = LikelihoodQuestion("Is this movie review positive?")
     assert decide("a moving, funny and beautifully acted film", q=question)["q"].probability > 0.5
     assert decide("a dull, lifeless mess that wastes its cast", q=question)["q"].probability < 0.5

@@ -22,7 +22,7 @@ from ...types.limits import ModelLimits
 from ...types.questions import DecisionRequest
 from ..base import Backend
 from ._model import VARIANTS, LocalModel
-from ._text import split_question
+from ._questions import split_question
 
 #: The label of the block a text is asked in, where a question carries its text (:meth:`question_about`).
 SUBJECT_LABEL = "Text"

@@ -10,7 +10,7 @@ head turns the vectors into a probability that carries over:
   topic and to the question; the topic against generic background topics as a
   z-score, log-probability and rank; the true-minus-false contrast; lengths),
   then the text, topic and contrast vectors;
-- **a head per kind of question** (:func:`question_kind`): a topic question
+- **a head per kind of question** (:func:`~._questions.question_kind`): a topic question
   and a statement are answered by a logistic regression on the scalars; a
   question with two sides to contrast adds a low-rank bilinear term whose
   learned axes read attributes such as sentiment (:class:`DecisionHead`); a
@@ -22,133 +22,37 @@ development sets (``training/corpus.py``), judged leave-one-domain-out; the
 weights ship as ``assets/decision_head.npz`` with their hash in
 :data:`~._assets.SHA256`.
 
-A question is read before it is answered (:func:`read_yes_no`): a negated
-question ("Is this not about pets?") is answered as its plain form and the
-probability turned round, since no sentence vector tells "not X" from "X".
+A question is read before it is answered (:func:`~._questions.read_yes_no`): its
+topic, its sides, and whether it is negated, in which case it is answered as
+its plain form and the probability turned round.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 import numpy as np
 
-from ._text import _AUXILIARY, asks_about_the_text, polar_contrast, question_topic
+from ._questions import KINDS
 
 __all__ = [
-    "KINDS",
+    "BACKGROUND_TOPICS",
     "DecisionHead",
-    "YesNoReading",
-    "asks_yes_or_no",
-    "option_reading",
-    "question_kind",
-    "read_yes_no",
-    "strip_negation",
     "yes_no_features",
 ]
 
-# "Is this not about pets?", "Does the customer not want a refund?": the auxiliary, up to five
-# words of subject, then "not". Further on, "not" belongs to a clause ("a phone that does not work").
-_NOT_AFTER_SUBJECT = re.compile(rf"^(?P<head>\s*{_AUXILIARY}(?:\s+(?!not\b)[\w'-]+){{0,5}}?)\s+not\b", re.IGNORECASE)
-# Auxiliaries negated by a plain "n't", and the negated words that are not ("can't" -> "can").
-_CONTRACTS = r"is|are|was|were|does|do|did|could|would|should|has|have|had"
-_IRREGULAR = {"can't": "can", "cannot": "can", "won't": "will", "can’t": "can", "won’t": "will"}
-_IRREGULAR_WORD = "|".join(map(re.escape, _IRREGULAR))
-_CONTRACTED = re.compile(rf"^(?P<space>\s*)(?P<aux>{_CONTRACTS})n[’']t\b", re.IGNORECASE)
-_IRREGULAR_START = re.compile(rf"^(?P<space>\s*)(?P<word>{_IRREGULAR_WORD})\b", re.IGNORECASE)
-_FALSE_THAT = re.compile(
-    r"^\s*(?:is\s+it|it\s+is)\s+(?:false|not\s+true|untrue)\s+that\s+(?P<rest>\S.*)$", re.IGNORECASE | re.DOTALL
-)
-
-# "Is it true (that) the writer isn't asking for a refund?": the negation is in the clause, and the plain form is
-# the clause asked directly, "Is the writer asking for a refund?". The clause's subject is a pronoun or starts with
-# a determiner (and holds no relative clause), so a "not" further on ("Is it true that kangaroo means I don't
-# know?", "... the plan that did not pass was revived?") is left alone.
-_TRUE_THAT_NOT = re.compile(
-    r"^(?P<space>\s*)is\s+it\s+true,?\s+(?:that\s+)?"
-    r"(?P<subject>(?:the|this|these|those|a|an|my|our|your|their)(?:\s+(?!(?:that|which|who)\b)[\w'-]+){1,4}?"
-    r"|it|this|they|he|she|we|you|i)\s+"
-    rf"(?:(?P<aux>{_CONTRACTS})(?:n[’']t|\s+not)|(?P<word>{_IRREGULAR_WORD}))"
-    r"\s+(?P<rest>\S.*)$",
-    re.IGNORECASE | re.DOTALL,
-)
-
-
-def strip_negation(question: str) -> tuple[str, bool]:
-    """``(plain question, whether it was negated)``: "Isn't this about pets?" -> ("Is this about pets?", True)."""
-    false_that = _FALSE_THAT.match(question)
-    if false_that is not None:
-        rest = false_that["rest"]
-        return rest[:1].upper() + rest[1:], True
-    true_that_not = _TRUE_THAT_NOT.match(question)
-    if true_that_not is not None:
-        aux = true_that_not["aux"] or _IRREGULAR[true_that_not["word"].lower()]
-        subject = true_that_not["subject"]
-        return f"{true_that_not['space']}{aux.capitalize()} {subject} {true_that_not['rest']}", True
-    contracted = _CONTRACTED.match(question)
-    if contracted is not None:
-        return question[: contracted.start("aux")] + contracted["aux"] + question[contracted.end() :], True
-    irregular = _IRREGULAR_START.match(question)
-    if irregular is not None:
-        word = _IRREGULAR[irregular["word"].lower()]
-        word = word.capitalize() if irregular["word"][0].isupper() else word
-        return irregular["space"] + word + question[irregular.end() :], True
-    negated = _NOT_AFTER_SUBJECT.match(question)
-    if negated is not None:
-        return negated["head"] + question[negated.end() :], True
-    return question, False
-
-
-# What someone wants done: "Does the user want to …", "Is the customer asking the assistant to …", "Is this a
-# request to …".
-_ASKS_FOR_AN_ACTION = re.compile(
-    r"\b(?:want(?:s|ed)?|wish(?:es)?|request(?:s|ing)?|ask(?:s|ed|ing)?(?:\s+(?!to\b)\w+){0,2})\s+to\b", re.IGNORECASE
-)
-
-_YES_NO_START = re.compile(rf"^\s*{_AUXILIARY}\b", re.IGNORECASE)
-
-
-def asks_yes_or_no(question: str) -> bool:
-    """Whether a question is answered yes or no ("Is this about pets?", "Isn't it late?") rather than by a
-    degree ("How urgent is this ticket?")."""
-    return _YES_NO_START.match(strip_negation(question)[0]) is not None
-
-
-@dataclass(frozen=True)
-class YesNoReading:
-    """What a yes/no question compares a text with."""
-
-    #: the question without its negation
-    question: str
-    #: what it asks about ("pets"), or its true description when it has only that
-    topic: str
-    #: (true side, false side) wordings: the descriptions, and the question against its polar opposite
-    contrasts: tuple[tuple[str, str], ...]
-    #: the asked question is the plain one's negation: its probability is 1 - the plain one's
-    negated: bool
-
-
-def read_yes_no(question: str, true: str | None = None, false: str | None = None) -> YesNoReading:
-    """How a yes/no question about a text is answered; descriptions are those of the question as asked."""
-    plain, negated = strip_negation(question)
-    if negated:  # the caller's "true" describes a yes to the negated question, a no to the plain one
-        true, false = false, true
-    contrasts: list[tuple[str, str]] = []
-    if true and false:
-        contrasts.append((true, false))
-    # In "Does the user want to say what music they like?" the polar word is part of what is wanted.
-    polar = None if _ASKS_FOR_AN_ACTION.search(plain) else polar_contrast(plain)
-    if polar is not None:
-        contrasts.append(polar)
-    topic = true if true and not false else question_topic(plain)
-    return YesNoReading(plain, topic, tuple(contrasts), negated)
-
-
-def option_reading(description: str) -> YesNoReading:
-    """An option of a choice, read as the yes/no question whether a text is about it."""
-    return read_yes_no(f"Is this about {description.strip()}?")
-
+#: Generic topics a yes/no topic question is contrasted with: "is it about pets?" reads as "is it
+#: closer to pets than to these?". Written as everyday subject areas, not taken from any data set.
+BACKGROUND_TOPICS = (
+    "sports", "politics and elections", "cooking and recipes", "weather", "health and medicine",
+    "money and banking", "travel and holidays", "music", "movies and television", "computers and software",
+    "science", "history", "education and school", "jobs and careers", "cars and driving", "animals and pets",
+    "family and relationships", "shopping", "fashion and clothing", "housing and real estate", "law and crime",
+    "religion", "art and design", "books and literature", "video games", "food and restaurants",
+    "fitness and exercise", "nature and the environment", "business and companies", "technology and gadgets",
+    "mathematics", "languages", "war and the military", "space and astronomy", "farming and gardening",
+    "celebrities", "insurance", "taxes", "phones and telecommunications", "weddings", "children and parenting",
+    "energy and electricity", "transport and public transit", "emotions and feelings", "philosophy",
+    "social media", "hobbies and crafts", "the internet", "customer service", "delivery and shipping",
+)  # fmt: skip
 
 #: Background topics within this cosine of the asked topic are its near-synonyms and left out of the contrast.
 SYNONYM_COSINE = 0.6
@@ -217,46 +121,6 @@ def swap_sides(features: np.ndarray) -> np.ndarray:
     swapped[:, CONTRAST_COLUMN] *= -1
     swapped[:, SCALARS + 2 * DIMENSIONS :] *= -1
     return swapped
-
-
-#: The kinds of yes/no question, each answered by its own head: what carries over from one domain to
-#: the next differs between them (a topic's similarity against the background; an attribute's
-#: learned axes; for a whole statement, almost nothing a bi-encoder can read).
-CONTRAST, TOPIC, QUALITY, STATEMENT = "contrast", "topic", "quality", "statement"
-KINDS = (CONTRAST, TOPIC, QUALITY, STATEMENT)
-#: A topic longer than this many words is a statement, whatever its wording.
-STATEMENT_WORDS = 12
-# A question that states a claim in a clause of its own ("Does this imply that the man is asleep?",
-# "Is it true that ...?"): the clause is a statement to check, not a subject to compare with.
-_CLAIM = re.compile(r"\b(?:that|whether)\s+\S+(?:\s+\S+){2,}", re.IGNORECASE)
-
-# A question that names what the text is about or asks for ("Is this about pets?", "Does this post discuss
-# hockey?", "Does the user want to book a flight?"), as against one that asks what the text is like
-# ("Is this tweet ironic?", "Is this sentence subjective?", "Is this a complaint?").
-# An action asked for (_ASKS_FOR_AN_ACTION) names one too.
-_NAMES_A_SUBJECT = re.compile(
-    r"\b(?:about|regarding|concern(?:s|ing)?|relat(?:ed|es?|ing)\s+to|discuss(?:es|ed|ing)?|mention(?:s|ed|ing)?"
-    r"|refer(?:s|red|ring)?\s+to|deal(?:s|ing)?\s+with|belong(?:s|ing)?|categor(?:y|ies)|topic|subject"
-    r"|want(?:s|ed)?|request\s+for|ask(?:s|ed|ing)?(?:\s+\w+){0,2}\s+for)\b",
-    re.IGNORECASE,
-)
-
-
-def question_kind(reading: YesNoReading) -> str:
-    """Which head answers a read yes/no question."""
-    if reading.contrasts:
-        return CONTRAST
-    # "Does the user want to say that it does not matter?" asks for an action; its clause is not a claim.
-    claim = _CLAIM.search(reading.question) and not _ASKS_FOR_AN_ACTION.search(reading.question)
-    if len(reading.topic.split()) > STATEMENT_WORDS or claim:
-        return STATEMENT
-    # A question about the world ("Did greece qualify for the 2018 world cup?") rather than about its
-    # text: the text's similarity to it says whether the text is on the subject, not what the answer is.
-    if not asks_about_the_text(reading.question):
-        return STATEMENT
-    if _NAMES_A_SUBJECT.search(reading.question) or _ASKS_FOR_AN_ACTION.search(reading.question):
-        return TOPIC
-    return QUALITY
 
 
 class DecisionHead:

@@ -21,7 +21,7 @@ compared with what and how the similarity becomes a probability:
   long documents, nDCG@10 0.555 against 0.424 for the first window alone
   (``benchmarks/long_documents.py``); a one-window passage reads as before.
 - **yes/no** (a yes/no or score question about a text: the filter tool's item,
-  else the state): the question is read (``_head.read_yes_no``: its topic, its
+  else the state): the question is read (``_questions.read_yes_no``: its topic, its
   true and false sides, its negation) and the trained decision head
   (``_head``) turns the text's and the question's vectors into a logit; the
   reader (``_reader``, a cross-encoder) reads the plain question with the text,
@@ -82,30 +82,27 @@ from ._assets import (
 from ._cache import VectorCache, text_key
 from ._encoders import DenseEncoder, SparseEncoder
 from ._fewshot import ChoiceHead, LikelihoodHead, head_key, heads
-from ._head import (
-    DecisionHead,
-    YesNoReading,
-    asks_yes_or_no,
-    option_reading,
-    question_kind,
-    read_yes_no,
-    yes_no_features,
-)
+from ._head import BACKGROUND_TOPICS, DecisionHead, yes_no_features
 from ._language import looks_non_english
 from ._onnx import read_initializers
-from ._reader import (
-    READ_OPTIONS,
-    Blend,
-    Reader,
-    is_mpnet,
+from ._questions import (
+    YesNoReading,
+    asks_yes_or_no,
+    is_none_option,
     level_asked,
     named_only,
     negated_reading,
     option_asked,
+    option_reading,
+    question_kind,
+    read_yes_no,
     reads_as_asked,
+    refers_to_state,
+    split_frame,
+    split_question,
+    yes_no_asked,
 )
-from ._reader import asked as reader_asks
-from ._text import BACKGROUND_TOPICS, is_none_option, refers_to_state, split_frame, split_question
+from ._reader import READ_OPTIONS, Blend, Reader, is_mpnet
 
 __all__ = ["VARIANTS", "LocalModel", "Variant"]
 
@@ -237,7 +234,7 @@ class _Runtime:
 
     @property
     def heads(self) -> dict[str, DecisionHead]:
-        """The decision heads, by kind of question (``_head.question_kind``)."""
+        """The decision heads, by kind of question (``_questions.question_kind``)."""
         return self._heads or self._load("_heads", self._make_heads)
 
     @property
@@ -535,15 +532,15 @@ class LocalModel:
             # The levels of a yes/no question are degrees of its yes ("not at all" … "fully"), which say nothing
             # of the text on their own: its likelihood, spread over them.
             reading = read_yes_no(asked)
-            read = [reader_asks(reading.question), *([reader_asks(asked)] if reading.negated else [])]
+            read = [yes_no_asked(reading.question), *([yes_no_asked(asked)] if reading.negated else [])]
         else:
             reading = read_yes_no(asked, question.true, question.false)
             # The reader reads the plain form too: a negated question is its answer turned round (the caller's
             # "true" then describes a no to the plain question), and is also read as asked (``negated_reading``).
             true, false = (question.false, question.true) if reading.negated else (question.true, question.false)
-            read = [reader_asks(reading.question, true, false)]
+            read = [yes_no_asked(reading.question, true, false)]
             if reading.negated:
-                read.append(reader_asks(asked, question.true, question.false))
+                read.append(yes_no_asked(asked, question.true, question.false))
         if examples:
             # Examples teach a head on the decision head's own answer (_fewshot), as measured; the reader's
             # confident zero-shot answer would outweigh what a few examples say.

@@ -6,12 +6,13 @@ near 0.5 for every text when answered by similarity. The reader is a
 sentence encoder (the first layers of all-MiniLM-L6-v2, or of all-mpnet-base-v2:
 :class:`Reader`) fine-tuned by ``training/cross_encoder.py`` to read
 ``question [SEP] text`` and give the logit of "yes". It answers three shapes,
-each phrased here so that training and answering phrase them alike:
+each phrased by :mod:`._questions` so that training and answering phrase them alike:
 
-- a yes/no question, with its ``true``/``false`` descriptions after it (:func:`asked`);
-- one option of a choice, "Which team should handle this? billing: payments and refunds" (:func:`option_asked`);
-- one level of a graded score question asked "how", "How urgent is this message? high" (:func:`level_asked`):
-  each level is read, and :meth:`Blend.levels` makes one distribution of them.
+- a yes/no question, with its ``true``/``false`` descriptions after it (:func:`~._questions.yes_no_asked`);
+- one option of a choice, "Which team should handle this? billing: payments and refunds"
+  (:func:`~._questions.option_asked`);
+- one level of a graded score question asked "how", "How urgent is this message? high"
+  (:func:`~._questions.level_asked`): each level is read, and :meth:`Blend.levels` makes one distribution of them.
 """
 
 from __future__ import annotations
@@ -25,88 +26,22 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from ._encoders import _BertGraph, _Encoder, _session, word_embedding
+from ._questions import NEGATED_READS
 
 __all__ = [
-    "NEGATED_READS",
     "Blend",
     "ChoiceBlend",
     "Reader",
-    "asked",
     "four_bit_rows",
     "is_mpnet",
-    "level_asked",
-    "named_only",
-    "negated_reading",
-    "option_asked",
     "pair_ids",
     "reader_layers",
-    "reads_as_asked",
     "relative_buckets",
     "unpacked_rows",
 ]
 
 #: Options of a choice the reader reads: the bi-encoder's best this many (the rest keep the bi-encoder's share).
 READ_OPTIONS = 8
-
-
-def asked(question: str, true: str | None = None, false: str | None = None) -> str:
-    """A yes/no question as the reader reads it, its descriptions (if any) after it."""
-    question = question.strip()
-    return f"{question} (yes: {true or '-'}; no: {false or '-'})" if true or false else question
-
-
-#: How a negated question ("Is the laptop not working?") is read, as ``training/stack.py --negated-reads`` fitted
-#: the blend: "both" forms, its plain form and as asked; or "one" of them (:func:`reads_as_asked`).
-NEGATED_READS = ("both", "one")
-
-
-def reads_as_asked(topic):
-    """Of a negated question read once, whether it is read as asked (else in its plain form): unless it is
-    more likely a topic question than not (``topic``, :meth:`Blend.topic`), as a reader's own reading of a
-    negated topic ("Is this not about pets?") is near chance on domains it never saw (docs/experiments.md,
-    "Negated questions read once")."""
-    return np.asarray(topic) <= 0.5
-
-
-def negated_reading(plain, negated, topic, reads: str = "both"):
-    """The reader's evidence for the plain form of a negated question, from its logit of the plain form and
-    of the negated question as asked (turned round), ``topic`` how likely the question is a topic question
-    (:meth:`Blend.topic`).
-
-    - ``reads="both"``: of "Is the laptop not working?" the two readings are averaged (each alone is right
-      about as often on domains the reader never saw, together more often); of "Is this not about pets?"
-      the plain form alone counts, weighted by ``topic``.
-    - ``reads="one"``: the one form :func:`reads_as_asked` picks; the other is not read (NaN is fine).
-    """
-    if reads == "one":
-        return np.where(reads_as_asked(topic), -np.asarray(negated), plain)
-    asked = 0.5 * (1.0 - topic)
-    return (1.0 - asked) * plain - asked * negated
-
-
-def _label(key: str) -> str:
-    return key.replace("_", " ").strip()
-
-
-def named_only(key: str, description: str) -> bool:
-    """Whether an option is its name alone, as in a caller's list of labels ("billing", "shipping")."""
-    description = (description or "").strip()
-    return not description or description.lower() in (key.strip().lower(), _label(key).lower())
-
-
-def option_asked(question: str, key: str, description: str) -> str:
-    """One option of a choice as a yes/no question: the question, the option's name and what it covers."""
-    name, description = _label(key), (description or "").strip()
-    if named_only(key, description):
-        return f"{question.strip()} {name}"
-    if name.isdigit():  # a position, as rank keys its items: it says nothing of the option
-        return f"{question.strip()} {description}"
-    return f"{question.strip()} {name}: {description}"
-
-
-def level_asked(question: str, level: str) -> str:
-    """One level of a graded score question: "How urgent is this message? high"."""
-    return f"{question.strip()} {level.strip()}"
 
 
 def reader_layers(weights: dict[str, np.ndarray]) -> int:
@@ -306,7 +241,7 @@ class Blend:
       logit, ``r`` the reader's and ``pi`` what kind of question it is (topic, attribute, request, quality,
       passage: a logistic regression over the MiniLM vector of the question without its negation), for the
       question's plain form; a negated question gets its plain form's answer turned round, as the head does,
-      ``r`` then read from both forms or from one (``negated_reads``, :func:`negated_reading`).
+      ``r`` then read from both forms or from one (``negated_reads``, :func:`~._questions.negated_reading`).
     - choice: ``softmax(reader * r_k + cosine * sharpness * cos_k)`` over the options read, and "none of
       these" ``sigmoid(none_best * max_k r_k + none_cosine * sharpness * max_k cos_k + none_offset)``
       (:class:`ChoiceBlend`); options named only ("billing", "shipping") have a blend of their own, as the
@@ -322,13 +257,13 @@ class Blend:
     head: np.ndarray
     reader: np.ndarray
     offset: np.ndarray
-    #: options described, and options named only (:func:`named_only`)
+    #: options described, and options named only (:func:`~._questions.named_only`)
     choice: ChoiceBlend
     bare_choice: ChoiceBlend
     levels_reader: float
     #: where "topic" is among the kinds
     topic_index: int
-    #: how a negated question is read (:data:`NEGATED_READS`)
+    #: how a negated question is read (:data:`~._questions.NEGATED_READS`)
     negated_reads: str
 
     @classmethod
