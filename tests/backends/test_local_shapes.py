@@ -6,12 +6,22 @@ import asyncio
 import dataclasses
 import hashlib
 
+import numpy as np
 import pytest
 
 import decirank
 from decirank.backends import create_backend
 from decirank.backends.local._assets import SHA256, find_decision_head
 from decirank.backends.local._fewshot import heads
+from decirank.backends.local._head import (
+    CONTRAST_COLUMN,
+    FEATURES,
+    SCALAR_FEATURES,
+    SCALARS,
+    DecisionHead,
+    swap_sides,
+    yes_no_features,
+)
 from decirank.backends.local._model import _runtime
 from decirank.errors import InvalidInputError
 from decirank.types.answers import check_response
@@ -112,6 +122,33 @@ def test_a_negated_question_read_once_costs_one_read(monkeypatch, question, plai
 
 def test_the_decision_head_ships_with_its_recorded_hash():
     assert hashlib.sha256(find_decision_head().read_bytes()).hexdigest() == SHA256["decision_head.npz"]
+
+
+def test_the_saved_heads_hold_one_weight_per_named_scalar():
+    for head in DecisionHead.load_all(find_decision_head()).values():
+        for name in ("mean", "scale", "w"):
+            assert head.weights[name].shape == (len(SCALAR_FEATURES),)
+
+
+def test_each_named_scalar_is_in_its_column():
+    """The columns the head and ``swap_sides`` index are those ``SCALAR_FEATURES`` names."""
+    rng = np.random.default_rng(0)
+
+    def unit(rows):
+        vectors = rng.normal(size=(rows, 384))
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    texts, (topic, question, true, false), background = unit(3), unit(4), unit(20)
+    features = yes_no_features(texts, topic, question, [(true, false)], background, 2, np.array([5, 6, 7]))
+    assert features.shape == (3, FEATURES) and SCALARS == len(SCALAR_FEATURES)
+    column = dict(zip(SCALAR_FEATURES, features[:, :SCALARS].T))
+    assert np.allclose(column["topic_similarity"], texts @ topic)
+    assert np.allclose(column["question_similarity"], texts @ question)
+    assert np.allclose(column["contrast"], texts @ (true - false))
+    assert np.allclose(features[:, CONTRAST_COLUMN], texts @ (true - false))
+    assert np.allclose(column["has_contrast"], 1.0) and np.allclose(column["topic_words"], np.log1p(2))
+    assert np.allclose(column["text_tokens"], np.log1p([5, 6, 7]))
+    assert np.allclose(swap_sides(features)[:, CONTRAST_COLUMN], -features[:, CONTRAST_COLUMN])
 
 
 @pytest.mark.parametrize(

@@ -6,10 +6,11 @@ vectors ranks texts well but means different things in different domains:
 0.3 to "sports" is a sure yes for a news story and a sure no for a tweet. The
 head turns the vectors into a probability that carries over:
 
-- **features** (:func:`yes_no_features`): eleven scalars (similarity to the
-  topic and to the question; the topic against generic background topics as a
-  z-score, log-probability and rank; the true-minus-false contrast; lengths),
-  then the text, topic and contrast vectors;
+- **features** (:func:`yes_no_features`): the scalars named in
+  :data:`SCALAR_FEATURES` (similarity to the topic and to the question; the
+  topic against generic background topics as a z-score, log-probability and
+  rank; the true-minus-false contrast; lengths), then the text, topic and
+  contrast vectors;
 - **a head per kind of question** (:func:`~._questions.question_kind`): a topic question
   and a statement are answered by a logistic regression on the scalars; a
   question with two sides to contrast adds a low-rank bilinear term whose
@@ -35,6 +36,7 @@ from ._questions import KINDS
 
 __all__ = [
     "BACKGROUND_TOPICS",
+    "SCALAR_FEATURES",
     "DecisionHead",
     "yes_no_features",
 ]
@@ -59,6 +61,28 @@ SYNONYM_COSINE = 0.6
 #: Softmax temperature of the topic against the background topics.
 TOPIC_TEMPERATURE = 10.0
 DIMENSIONS = 384
+
+#: The scalar features of :func:`yes_no_features`, in the order of their columns. The saved heads' ``mean``,
+#: ``scale`` and ``w`` (``assets/decision_head.npz``) hold one value per name in this order, so a new
+#: feature goes at the end, and the heads are trained again.
+SCALAR_FEATURES = (
+    "topic_similarity",  # cosine of the text and the topic
+    "question_similarity",  # cosine of the text and the whole question
+    "topic_z_score",  # the text's cosine to the topic as a z-score among its cosines to the background topics
+    "topic_log_probability",  # log-softmax of the text's cosine to the topic among those to it and the background
+    "topic_rank",  # share of the background topics the text is less similar to than to the topic
+    "best_background_similarity",  # the text's highest cosine to a background topic
+    "contrast",  # the text's similarity to the true side minus that to the false side
+    "has_contrast",  # 1 when the question has sides to contrast, else 0
+    "topic_words",  # log(1 + words in the topic)
+    "text_tokens",  # log(1 + tokens in the text)
+    "topic_nearest_background",  # the topic's cosine to its nearest background topic (near-synonyms left out)
+)
+SCALARS = len(SCALAR_FEATURES)
+#: The scalar that is the true-minus-false similarity: it turns round when the sides swap (:func:`swap_sides`).
+CONTRAST_COLUMN = SCALAR_FEATURES.index("contrast")
+#: Columns of :func:`yes_no_features`: the scalars, then the text, the topic and the contrast (true - false) vectors.
+FEATURES = SCALARS + 3 * DIMENSIONS
 
 
 def yes_no_features(
@@ -89,30 +113,23 @@ def yes_no_features(
     else:
         sides = np.zeros(DIMENSIONS)
         contrast = np.zeros(len(texts))
-    scalars = np.column_stack(
-        [
-            to_topic,
-            to_question,
-            (to_topic - mean) / spread,
-            log_p,
-            (to_background < to_topic[:, None]).mean(axis=1),
-            to_background.max(axis=1),
-            contrast,
-            np.full(len(texts), float(bool(contrasts))),
-            np.full(len(texts), np.log1p(topic_words)),
-            np.log1p(np.asarray(text_tokens, dtype=np.float64)),
-            np.full(len(texts), float((background @ topic).max())),
-        ]
-    )
+    named = {
+        "topic_similarity": to_topic,
+        "question_similarity": to_question,
+        "topic_z_score": (to_topic - mean) / spread,
+        "topic_log_probability": log_p,
+        "topic_rank": (to_background < to_topic[:, None]).mean(axis=1),
+        "best_background_similarity": to_background.max(axis=1),
+        "contrast": contrast,
+        "has_contrast": np.full(len(texts), float(bool(contrasts))),
+        "topic_words": np.full(len(texts), np.log1p(topic_words)),
+        "text_tokens": np.log1p(np.asarray(text_tokens, dtype=np.float64)),
+        "topic_nearest_background": np.full(len(texts), float((background @ topic).max())),
+    }
+    # Stacked by SCALAR_FEATURES, not by the order written above: the columns are where the saved heads expect them.
+    scalars = np.column_stack([named[name] for name in SCALAR_FEATURES])
     n = len(texts)
     return np.hstack([scalars, texts, np.broadcast_to(topic, (n, DIMENSIONS)), np.broadcast_to(sides, (n, DIMENSIONS))])
-
-
-SCALARS = 11
-#: The scalar that is the true-minus-false similarity.
-CONTRAST_COLUMN = 6
-#: Columns of :func:`yes_no_features`: the scalars, then the text, the topic and the contrast (true - false) vectors.
-FEATURES = SCALARS + 3 * DIMENSIONS
 
 
 def swap_sides(features: np.ndarray) -> np.ndarray:
