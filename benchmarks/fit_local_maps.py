@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import warnings
 from pathlib import Path
 
@@ -23,14 +22,14 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 
-from decirank.backends.local._model import _runtime
+from decirank.backends.local import runtime
 from decirank.evaluation.trec import calibration
 
 warnings.filterwarnings("ignore")
 
 
 def vectors(texts: list[str]) -> np.ndarray:
-    return _runtime.dense_vectors(texts, threading.Event())[0].astype(np.float64)
+    return runtime.dense_vectors(texts).astype(np.float64)
 
 
 def ece(p: np.ndarray, y: np.ndarray) -> float:

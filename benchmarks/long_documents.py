@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import decirank
-from decirank.backends.local import _model
+from decirank.backends.local import _model, runtime
 from decirank.evaluation.trec import _ndcg_at_10, load_qrels, load_run
 
 DATA = Path(__file__).parents[2] / "shared" / "data" / "trec-dl19"
@@ -44,7 +44,7 @@ def long_documents(queries, depth: int, seed: int) -> dict[str, list[tuple[str, 
 def rerank_all(queries, documents, max_windows: int) -> tuple[dict[str, dict[str, float]], float, int]:
     """The run (qid -> docid -> score) with passages read in at most ``max_windows`` windows; seconds; cut notes."""
     _model.MAX_WINDOWS = max_windows
-    _model._runtime.cache.clear()  # readings and vectors depend on the window cap
+    runtime.clear_cache()  # readings and vectors depend on the window cap
     run, cut, started = {}, 0, time.perf_counter()
     for query in queries:
         docs = documents[query.qid]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from decirank.backends.local._head import BACKGROUND_TOPICS
-from decirank.backends.local._questions import _AUXILIARY, option_reading, read_yes_no
+from decirank.backends.local._questions import AUXILIARY, option_reading, read_yes_no
 
 
 def strings(yes_no, choices) -> list[str]:
@@ -31,7 +31,7 @@ def negate(question: str) -> str:
         "|review|post|message|question|request|sentence|text|phrase"
     )
     subject = rf"it|(?:this|the)(?:\s+(?:{nouns}))?"
-    match = re.match(rf"^(\s*{_AUXILIARY})\s+({subject})\s+", question, re.IGNORECASE)
+    match = re.match(rf"^(\s*{AUXILIARY})\s+({subject})\s+", question, re.IGNORECASE)
     if match is None:
         return f"Is it false that {question[0].lower()}{question[1:]}"
     return f"{match[1]} {match[2]} not {question[match.end() :]}"

@@ -96,7 +96,6 @@ import os
 import random
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,7 +111,7 @@ from _strings import negate
 from bases import BASES, base_path
 from corpus import by_domain, choice_rows, yes_no_rows
 
-from decirank.backends.local._model import _runtime
+from decirank.backends.local import runtime
 from decirank.backends.local._questions import (
     level_asked,
     named_only,
@@ -511,7 +510,7 @@ def nearest_labels(choices) -> dict[str, dict[str, list[str]]]:
     for domain, rows in by_domain(choices).items():
         options = rows[0].options
         keys = list(options)
-        vectors = _runtime.dense_vectors([f"{option_name(k)}: {options[k]}" for k in keys], threading.Event())[0]
+        vectors = runtime.dense_vectors([f"{option_name(k)}: {options[k]}" for k in keys])
         similarity = vectors @ vectors.T
         out[domain] = {
             key: [keys[j] for j in np.argsort(-similarity[i], kind="stable") if j != i] for i, key in enumerate(keys)

@@ -8,14 +8,13 @@ exactly what it is given when it answers.
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 from rich.progress import Progress
 
-from decirank.backends.local._model import _runtime
+from decirank.backends.local import runtime
 
 __all__ = ["VectorStore"]
 
@@ -48,8 +47,8 @@ class VectorStore:
             task = progress.add_task("MiniLM vectors", total=len(missing))
             for start in range(0, len(missing), CHUNK):
                 chunk = missing[start : start + CHUNK]
-                vectors.append(_runtime.dense_vectors(chunk, threading.Event())[0].astype(np.float32))
-                tokens.append(np.array([len(ids) for ids in _runtime.token_ids(chunk)], np.int32))
+                vectors.append(runtime.dense_vectors(chunk).astype(np.float32))
+                tokens.append(np.array([len(ids) for ids in runtime.token_ids(chunk)], np.int32))
                 for text in chunk:
                     self.index[_key(text)] = len(self.index)
                 progress.advance(task, len(chunk))

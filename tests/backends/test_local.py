@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import importlib.util
 import sys
+import threading
 import time
 
 import anyio
@@ -267,3 +268,14 @@ def test_a_long_text_is_cut_before_it_is_tokenized():
     assert len(ids) == _model.MAX_TOKENS
     assert ids == _runtime.token_ids([text[: _model.MAX_CHARS]])[0]
     assert ids[:-1] == _runtime.tokenizer.encode(text[:5000]).ids[:-1]
+
+
+def test_the_scripts_runtime_gives_the_vectors_and_tokens_the_model_answers_with():
+    from decirank.backends.local import runtime
+
+    vectors = runtime.dense_vectors([FLEA, STOCKS])
+    assert vectors.shape == (2, 384)
+    assert (vectors == _runtime.dense_vectors([FLEA, STOCKS], threading.Event())[0]).all()
+    assert runtime.token_ids([FLEA]) == _runtime.token_ids([FLEA])
+    runtime.clear_cache()
+    assert len(_runtime.cache) == 0

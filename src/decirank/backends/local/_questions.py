@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "AUXILIARY",
     "CONTRAST",
     "KINDS",
     "NEGATED_READS",
@@ -104,7 +105,8 @@ def split_question(text: str) -> tuple[str, str]:
 # --- what a yes/no question asks about ----------------------------------------------------------------
 
 
-_AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|will|would|should|has|have|had)"
+#: The auxiliary verbs a yes/no question starts with ("Is …", "Does …", "Can …").
+AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|will|would|should|has|have|had)"
 _SUBJECT = (
     r"(?:(?:the|this|that|these|those)(?:\s+\w+)?\s+"
     r"(?:customer|user|text|review|message|item|document|passage|sentence|note|email|article|post|comment"
@@ -115,7 +117,7 @@ _SUBJECT = (
 # "Does the customer want a refund?" -> "want a refund"; "Is this a complaint?" -> "a complaint".
 _ABOUT = re.compile(r"\babout\s+(?P<topic>.+)$", re.IGNORECASE | re.DOTALL)
 _LEADING = re.compile(
-    rf"^{_AUXILIARY}\s+(?:{_SUBJECT}\s+)?(?:(?:asking|talking|writing|speaking|concerned|related|relevant)\s+"
+    rf"^{AUXILIARY}\s+(?:{_SUBJECT}\s+)?(?:(?:asking|talking|writing|speaking|concerned|related|relevant)\s+"
     rf"(?:about|to|with)\s+)?",
     re.IGNORECASE,
 )
@@ -141,7 +143,7 @@ def question_topic(question: str) -> str:
     return stripped or text
 
 
-_NAMES_ITS_SUBJECT = re.compile(rf"^\s*{_AUXILIARY}\s+{_SUBJECT}\b", re.IGNORECASE)
+_NAMES_ITS_SUBJECT = re.compile(rf"^\s*{AUXILIARY}\s+{_SUBJECT}\b", re.IGNORECASE)
 
 
 def asks_about_the_text(question: str) -> bool:
@@ -160,7 +162,7 @@ def refers_to_state(question: str) -> bool:
 
 # "Is this not about pets?", "Does the customer not want a refund?": the auxiliary, up to five
 # words of subject, then "not". Further on, "not" belongs to a clause ("a phone that does not work").
-_NOT_AFTER_SUBJECT = re.compile(rf"^(?P<head>\s*{_AUXILIARY}(?:\s+(?!not\b)[\w'-]+){{0,5}}?)\s+not\b", re.IGNORECASE)
+_NOT_AFTER_SUBJECT = re.compile(rf"^(?P<head>\s*{AUXILIARY}(?:\s+(?!not\b)[\w'-]+){{0,5}}?)\s+not\b", re.IGNORECASE)
 # Auxiliaries negated by a plain "n't", and the negated words that are not ("can't" -> "can").
 _CONTRACTS = r"is|are|was|were|does|do|did|could|would|should|has|have|had"
 _IRREGULAR = {"can't": "can", "cannot": "can", "won't": "will", "can’t": "can", "won’t": "will"}
@@ -216,7 +218,7 @@ _ASKS_FOR_AN_ACTION = re.compile(
     r"\b(?:want(?:s|ed)?|wish(?:es)?|request(?:s|ing)?|ask(?:s|ed|ing)?(?:\s+(?!to\b)\w+){0,2})\s+to\b", re.IGNORECASE
 )
 
-_YES_NO_START = re.compile(rf"^\s*{_AUXILIARY}\b", re.IGNORECASE)
+_YES_NO_START = re.compile(rf"^\s*{AUXILIARY}\b", re.IGNORECASE)
 
 
 def asks_yes_or_no(question: str) -> bool:
