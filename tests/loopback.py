@@ -11,6 +11,7 @@ a slow answer, a dropped connection, a malformed body).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import socket
@@ -71,17 +72,42 @@ class ThreadedServer:
         self._socket.close()
 
 
+class StderrReader:
+    """Reads a process's stderr as it comes, keeping its last ``keep`` lines.
+
+    A server logs a line per request: a pipe nobody reads fills after a few hundred, and the server then
+    blocks writing the next.
+    """
+
+    def __init__(self, process: subprocess.Popen, keep: int = 5000) -> None:
+        self.lines: collections.deque[str] = collections.deque(maxlen=keep)
+        self._thread = threading.Thread(target=self._read, args=(process.stderr,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream) -> None:
+        with contextlib.suppress(ValueError, OSError):  # closed as the server stopped
+            for line in stream:
+                self.lines.append(line.rstrip("\n"))
+
+    def text(self, wait: float = 0.0) -> str:
+        """What was read, after waiting up to ``wait`` s for the stream to end (for a process that exited)."""
+        if wait:
+            self._thread.join(timeout=wait)
+        return "\n".join(self.lines)
+
+
 @contextlib.contextmanager
 def subprocess_server(
     command: Sequence[str], url: str, *, ready_path: str = "/", env: dict | None = None, timeout: float = 30.0
 ) -> Iterator[subprocess.Popen]:
     """Run ``command`` until the block ends; it is ready when ``GET url + ready_path`` answers."""
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    stderr = StderrReader(process)
     try:
         deadline = time.monotonic() + timeout
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"{command[0]} exited with {process.returncode}: {process.stderr.read()}")
+                raise RuntimeError(f"{command[0]} exited with {process.returncode}: {stderr.text(wait=5)}")
             try:
                 httpx.get(url + ready_path, timeout=1.0)
                 break

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 
 from decirank.stores.runlog import RunLog
-from tests.loopback import HOST, free_port
+from tests.loopback import HOST, StderrReader, free_port
 
 #: What a long request runs: score_list's exec: evaluator sleeping (the server needs --allow-exec).
 SLEEP_REF = "slow/one"
@@ -27,6 +27,8 @@ SLEEP_REF = "slow/one"
 class Served:
     process: subprocess.Popen
     url: str
+    #: Its stderr (the access log among it), read as it comes so the pipe never fills.
+    log: StderrReader
 
     def workers(self) -> list[int]:
         """The PIDs of the worker processes under the supervisor (none when it serves by itself)."""
@@ -34,12 +36,15 @@ class Served:
         return [int(pid) for pid in children if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
 
 
-def wait_ready(url: str, process: subprocess.Popen, timeout: float = 120.0) -> httpx.Response:
+def wait_ready(
+    url: str, process: subprocess.Popen, timeout: float = 120.0, stderr: StderrReader | None = None
+) -> httpx.Response:
     """The first answer of ``/readyz``, once the server answers at all."""
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
-            raise RuntimeError(f"decirank serve exited with {process.returncode}: {process.stderr.read()}")
+            said = stderr.text(wait=5) if stderr is not None else process.stderr.read()
+            raise RuntimeError(f"decirank serve exited with {process.returncode}: {said}")
         try:
             return httpx.get(url + "/readyz", timeout=30)
         except httpx.TransportError:
@@ -58,10 +63,11 @@ def serving(*options: str, home: Path, env: dict[str, str] | None = None, port: 
         command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     url = f"http://{HOST}:{port}"
+    log = StderrReader(process)
     try:
-        ready = wait_ready(url, process)
+        ready = wait_ready(url, process, stderr=log)
         assert ready.status_code == 200, ready.text
-        yield Served(process, url)
+        yield Served(process, url, log)
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
