@@ -331,7 +331,7 @@ class Readiness(BaseModel):
     #: ``writable``, ``off``, or why a run cannot be written now.
     runlog: str
     #: The worker process that answered.
-    pid: int
+    pid: int | None = None
 
 
 # --- errors --------------------------------------------------------------------------------
