@@ -134,7 +134,10 @@ async def _echo(
                   "strict_mode": strict_mode})
 
 
-ECHO = ToolDefinition(_echo, name="echo", title="Echo", description="Gives back its arguments.", result=_Echoed)
+ECHO = ToolDefinition(
+    _echo, name="echo", title="Echo", description="Gives back its arguments.", result=_Echoed, command="echo",
+    route="/v1/echo",
+)
 
 
 def _echo_app() -> typer.Typer:

@@ -294,7 +294,7 @@ def _add_tool_routes() -> None:
     """
     served = {getattr(route, "path", None) for route in api.routes}
     for definition in definitions():
-        if definition.route is None or definition.route in served:
+        if definition.route in served:
             continue
         api.add_api_route(
             definition.route,
