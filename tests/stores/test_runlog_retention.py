@@ -25,6 +25,16 @@ def runlog(tmp_path):
     opened.close()
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_runlog(request, tmp_path):
+    """The run log on a SQLite file, then on a throwaway PostgreSQL server (skipped where none can start)."""
+    where = tmp_path / "runs.db" if request.param == "sqlite" else request.getfixturevalue("database_url")
+    opened = RunLog.open(where)
+    set_runlog(opened)
+    yield opened
+    opened.close()
+
+
 def file_size(path) -> int:
     return sum(os.path.getsize(f"{path}{suffix}") for suffix in ("", "-wal") if os.path.exists(f"{path}{suffix}"))
 
@@ -75,8 +85,9 @@ def test_texts_kept_sets_the_mode_for_the_calls_in_a_block(runlog, monkeypatch):
         decirank.rank(["x1", "x2"], instructions="Which?", model="lexical")
 
 
-def test_prune_removes_whole_old_runs_and_never_a_running_one(runlog):
+def test_prune_removes_whole_old_runs_and_never_a_running_one(any_runlog):
     """Old finished runs go with their model calls and texts; a running run (and a recent one) stays."""
+    runlog = any_runlog
     old = [decirank.rerank("fleas", [BIG[: 1000 + n], "a cat"], model="lexical").run_id for n in range(3)]
     running = new_run_id()
     runlog.start_run(running, tool="rank", role="lexical", inputs={}, started=time.time() - 100 * 86_400)
@@ -98,6 +109,16 @@ def test_prune_removes_whole_old_runs_and_never_a_running_one(runlog):
     )
     assert rows[0]["n"] == 0
     assert runlog.status()["stored_texts"] == 0
+
+
+def test_size_and_status_are_read_on_either_database(any_runlog):
+    """decirank runs status's figures come from the database in use; a size the log is under prunes nothing."""
+    run_id = decirank.rerank("fleas", ["a dog", "a cat"], model="lexical").run_id
+    any_runlog.flush()
+    assert any_runlog.size() > 0
+    assert any_runlog.status()["runs"] >= 1
+    assert any_runlog.prune(max_bytes=any_runlog.size() * 10)["runs"] == 0
+    assert any_runlog.run(run_id)["status"] == "success"
 
 
 def test_prune_to_a_size_removes_the_oldest_first(runlog):
