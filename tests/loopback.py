@@ -279,3 +279,43 @@ class HeldAnswers:
     def release(self) -> None:
         """Answer the held requests and every later one at once."""
         self._released.set()
+
+
+@dataclass
+class HealthProbe:
+    """Asks a server's ``/healthz`` every 20 ms from a thread of its own while a test's work runs.
+
+    ``slowest`` is the longest answer seen; an answer other than 200 (or none) is kept in
+    ``failures``, which the test reads: an assert inside the thread would fail nothing.
+    """
+
+    url: str
+    slowest: float = 0.0
+    failures: list[str] = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[HealthProbe]:
+        done = threading.Event()
+
+        def probe() -> None:
+            with httpx.Client(base_url=self.url, timeout=60) as client:
+                while not done.is_set():
+                    started = time.monotonic()
+                    try:
+                        status = client.get("/healthz").status_code
+                    except httpx.HTTPError as error:
+                        self.failures.append(repr(error))
+                    else:
+                        if status != 200:
+                            self.failures.append(f"/healthz answered {status}")
+                    self.slowest = max(self.slowest, time.monotonic() - started)
+                    time.sleep(0.02)
+
+        prober = threading.Thread(target=probe, daemon=True)
+        prober.start()
+        time.sleep(0.1)  # the prober is connected and asking before the work starts
+        try:
+            yield self
+        finally:
+            done.set()
+            prober.join(timeout=60)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 
@@ -12,32 +11,16 @@ import httpx
 import pytest
 
 from decirank.tools._checks import MAX_ITEMS
+from tests.loopback import HealthProbe
 from tests.server.serving import serving
 
 
 def while_probing(url: str, work: Callable[[], httpx.Response]) -> tuple[httpx.Response, float]:
-    """``work()``'s response, and the slowest ``/healthz`` asked every 20 ms while it ran."""
-    slowest = 0.0
-    done = threading.Event()
-
-    def probe() -> None:
-        nonlocal slowest
-        with httpx.Client(base_url=url, timeout=60) as client:
-            while not done.is_set():
-                started = time.monotonic()
-                assert client.get("/healthz").status_code == 200
-                slowest = max(slowest, time.monotonic() - started)
-                time.sleep(0.02)
-
-    prober = threading.Thread(target=probe, daemon=True)
-    prober.start()
-    time.sleep(0.1)  # the prober is connected and asking before the big body goes out
-    try:
+    """``work()``'s response, and the slowest ``/healthz`` asked every 20 ms while it ran (each one a 200)."""
+    with HealthProbe(url).running() as probe:
         response = work()
-    finally:
-        done.set()
-        prober.join(timeout=60)
-    return response, slowest
+    assert probe.failures == []
+    return response, probe.slowest
 
 
 @pytest.fixture(scope="module")

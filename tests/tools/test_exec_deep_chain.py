@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
-import time
 
 import httpx
 import pytest
 
 from decirank.tools._evaluators.exec import SUBREAPER
+from tests.loopback import HealthProbe
 from tests.processes import is_running
 from tests.server.serving import serving
 
@@ -55,26 +54,11 @@ def test_a_chain_deeper_than_1000_is_ended_at_once_off_the_event_loop(tmp_path):
         f"while [ ! -f {done} ]; do sleep 0.05; done; kill -9 $PPID"
     )
     with serving("--model", "lexical", "--allow-exec", home=home) as served:
-        slowest = 0.0
-        answered = threading.Event()
-
-        def probe() -> None:
-            nonlocal slowest
-            with httpx.Client(base_url=served.url, timeout=60) as client:
-                while not answered.is_set():
-                    started = time.monotonic()
-                    assert client.get("/healthz").status_code == 200
-                    slowest = max(slowest, time.monotonic() - started)
-                    time.sleep(0.02)
-
-        prober = threading.Thread(target=probe, daemon=True)
-        prober.start()
         body = {"refs": ["ex/a"], "evaluator": command, "timeout": 120}
-        try:
+        with HealthProbe(served.url).running() as probe:
             response = httpx.post(f"{served.url}/v1/score_list", json=body, timeout=180)
-        finally:
-            answered.set()
-            prober.join(timeout=60)
+        slowest = probe.slowest
+        assert probe.failures == []
         assert response.status_code == 200, response.text
         assert response.json()["ranked"][0]["verdict"] == "INVALID"
         left = marked(MARKER)
