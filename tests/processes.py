@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 
@@ -24,3 +25,17 @@ def wait_until_gone(pids: list[int], seconds: float = 5.0) -> list[int]:
     while (alive := [pid for pid in pids if is_running(pid)]) and time.monotonic() < deadline:
         time.sleep(0.02)
     return alive
+
+
+def marked(marker: str) -> list[int]:
+    """The live processes (other than this one) whose command line holds ``marker``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and name != str(os.getpid()):
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as cmdline:
+                    if marker.encode() in cmdline.read() and is_running(int(name)):
+                        found.append(int(name))
+            except OSError:
+                continue
+    return found

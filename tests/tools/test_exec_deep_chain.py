@@ -12,7 +12,7 @@ import pytest
 
 from decirank.tools._evaluators.exec import SUBREAPER
 from tests.loopback import HealthProbe
-from tests.processes import is_running
+from tests.processes import marked
 from tests.server.serving import serving
 
 pytestmark = pytest.mark.skipif(not SUBREAPER, reason="the child subreaper is Linux's")
@@ -27,19 +27,6 @@ CHAIN = f"""
 if [ "$1" -gt 0 ]; then setsid sh "$0" $(($1 - 1)) "$2" & else touch "$2"; fi
 exec sleep {MARKER}
 """
-
-
-def marked(marker: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as cmdline:
-                    if marker.encode() in cmdline.read() and is_running(int(name)):
-                        found.append(int(name))
-            except OSError:
-                continue
-    return found
 
 
 def test_a_chain_deeper_than_1000_is_ended_at_once_off_the_event_loop(tmp_path):

@@ -19,7 +19,7 @@ from decirank import ArtifactStore, Verdict
 from decirank.tools._evaluators.exec import SUBREAPER, _argv, stop_running_commands
 from decirank.tools.score_list import ascore_list
 from tests.loopback import free_port, subprocess_server
-from tests.processes import is_running, wait_until_gone
+from tests.processes import marked, wait_until_gone
 
 pytestmark = pytest.mark.skipif(not SUBREAPER, reason="the child subreaper is Linux's")
 
@@ -173,20 +173,6 @@ def test_a_server_told_to_stop_ends_a_running_exec_at_once(tmp_path):
 
 
 # -- a command that kills or stops its own subreaper --------------------------------------------
-
-
-def marked(marker: str) -> list[int]:
-    """The live processes whose command line holds ``marker``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and name != str(os.getpid()):
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as cmdline:
-                    if marker.encode() in cmdline.read() and is_running(int(name)):
-                        found.append(int(name))
-            except OSError:
-                continue
-    return found
 
 
 @pytest.fixture

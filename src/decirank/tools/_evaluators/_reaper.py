@@ -51,18 +51,31 @@ def _stop(signum: int, frame: object) -> None:
         raise Stop
 
 
-def _parents() -> dict[int, list[int]]:
-    """Every process's children, read from ``/proc/*/stat``."""
-    children: dict[int, list[int]] = {}
+def process_table() -> dict[int, tuple[int, int, bool]]:
+    """Every process's parent, session, and whether it is a zombie (dead, waiting to be reaped), from /proc.
+
+    The server's sweep (``exec.py``) reads the same table, so the one parser of ``/proc/*/stat`` is here,
+    in the script that must start without importing decirank.
+    """
+    table: dict[int, tuple[int, int, bool]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as stat:
                 fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+            # After the command name: state, parent, process group, session.
+            table[int(name)] = (int(fields[1]), int(fields[3]), fields[0] == b"Z")
+        except (OSError, IndexError, ValueError):
             continue  # gone meanwhile
-        children.setdefault(int(fields[1]), []).append(int(name))
+    return table
+
+
+def _parents() -> dict[int, list[int]]:
+    """Every process's children."""
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in process_table().items():
+        children.setdefault(parent, []).append(pid)
     return children
 
 

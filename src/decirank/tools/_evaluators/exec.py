@@ -60,7 +60,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from ...decisions.toolcall import ToolCall
-from ._reaper import PR_SET_CHILD_SUBREAPER
+from ._reaper import PR_SET_CHILD_SUBREAPER, process_table
 from .base import Evaluation, Evaluator, Verdict, strip_code_fence
 
 __all__ = [
@@ -182,22 +182,6 @@ def adopt_orphans() -> bool:
     return _adopting
 
 
-def _process_table() -> dict[int, tuple[int, int, bool]]:
-    """Every process's parent, session, and whether it is a zombie (dead, waiting to be reaped), from /proc."""
-    table: dict[int, tuple[int, int, bool]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-            # After the command name: state, parent, process group, session.
-            table[int(name)] = (int(fields[1]), int(fields[3]), fields[0] == b"Z")
-        except (OSError, IndexError, ValueError):
-            continue  # gone meanwhile
-    return table
-
-
 def _end_orphans() -> None:
     """Kill and reap what ended commands left: every process in their sessions, and the whole tree below each
     child of this process that is not a running command's subreaper; until none is left.
@@ -213,7 +197,7 @@ def _end_orphans() -> None:
     deadline = time.monotonic() + SWEEP_SECONDS
     while True:
         with _SPAWNING:
-            table = _process_table()
+            table = process_table()
             sessions = set(_ENDED_SESSIONS)
             below: dict[int, list[int]] = {}
             for pid, (parent, _, _) in table.items():
