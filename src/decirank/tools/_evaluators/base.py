@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import abc
+import copy
+import math
 import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
+import anyio
+
 from ...decisions.toolcall import ToolCall
 
-__all__ = ["Evaluation", "Evaluator", "Verdict", "strip_code_fence"]
+__all__ = ["BoundedEvaluator", "Evaluation", "Evaluator", "Verdict", "strip_code_fence"]
 
 
 class Verdict(StrEnum):
@@ -60,6 +64,27 @@ class Evaluator(abc.ABC):
 # An outer fence: ``` or ~~~ (three or more), an optional info string, the body,
 # and the same fence closing the text. Only the outermost one is removed.
 _OUTER_FENCE = re.compile(r"\A\s*(?P<fence>`{3,}|~{3,})(?P<info>[^\n`]*)\n(?P<body>.*?)\n?(?P=fence)\s*\Z", re.DOTALL)
+
+
+class BoundedEvaluator(Evaluator):
+    """An evaluator that does work of its own (a command, a parse), which a tool call's budget bounds.
+
+    ``deadline`` is when that budget ends, on anyio's clock; ``budget`` its seconds, for the
+    reason of work it stopped. Subclasses set both in their constructor.
+    """
+
+    deadline: float = math.inf
+    budget: float | None = None
+
+    def within(self, budget: float | None) -> BoundedEvaluator:
+        """A copy of this evaluator whose work ends when a budget of ``budget`` seconds from now does
+        (None: no budget). Must be called in the event loop, when the tool call's budget starts."""
+        if budget is None or math.isinf(budget):
+            return self
+        bounded = copy.copy(self)
+        bounded.deadline = min(self.deadline, anyio.current_time() + budget)
+        bounded.budget = budget
+        return bounded
 
 
 def strip_code_fence(text: str) -> tuple[str, str | None]:

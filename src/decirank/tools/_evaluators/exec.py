@@ -61,7 +61,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from ...decisions.toolcall import ToolCall
 from ._reaper import PR_SET_CHILD_SUBREAPER, process_table
-from .base import Evaluation, Evaluator, Verdict, strip_code_fence
+from .base import BoundedEvaluator, Evaluation, Verdict, strip_code_fence
 
 __all__ = [
     "DEFAULT_EXEC_TIMEOUT",
@@ -358,7 +358,7 @@ def out_of_budget(budget: float, outcome: CommandOutcome | None) -> Evaluation:
     return Evaluation(None, Verdict.UNKNOWN, tuple(issues), reason)
 
 
-class ExecEvaluator(Evaluator):
+class ExecEvaluator(BoundedEvaluator):
     needs_model = False
 
     def __init__(
@@ -377,16 +377,6 @@ class ExecEvaluator(Evaluator):
         self.deadline = deadline
         #: That budget's seconds, for the reason of a run it stopped.
         self.budget = budget
-
-    def within(self, budget: float | None) -> ExecEvaluator:
-        """This evaluator, its runs ending when a budget of ``budget`` seconds from now does (None: no budget).
-
-        Must be called in the event loop, when the tool call's budget starts.
-        """
-        if budget is None or math.isinf(budget):
-            return self
-        deadline = min(self.deadline, anyio.current_time() + budget)
-        return ExecEvaluator(self.spec, self.command, timeout=self.timeout, deadline=deadline, budget=budget)
 
     async def evaluate(self, text: str, call: ToolCall | None) -> Evaluation:
         left = self.deadline - anyio.current_time()

@@ -29,7 +29,7 @@ from ...decisions.toolcall import ToolCall
 from ...errors import InvalidInputError
 from ...stores.artifacts import ArtifactStore, RegisteredType, check_type_name
 from ...types.questions import DecisionRequest, LikelihoodQuestion
-from .base import Evaluation, Evaluator, Verdict, strip_code_fence
+from .base import BoundedEvaluator, Evaluation, Evaluator, Verdict, strip_code_fence
 
 __all__ = [
     "BUILTIN_TYPES",
@@ -111,7 +111,7 @@ def not_judged(reason: str) -> Evaluation:
     return Evaluation(None, Verdict.UNKNOWN, (reason,), reason)
 
 
-class BuiltinTypeValidator(Evaluator):
+class BuiltinTypeValidator(BoundedEvaluator):
     needs_model = False
 
     def __init__(
@@ -123,16 +123,6 @@ class BuiltinTypeValidator(Evaluator):
         #: When the call's budget ends (``anyio.current_time()``), and that budget in seconds.
         self.deadline = deadline
         self.budget = budget
-
-    def within(self, budget: float | None) -> BuiltinTypeValidator:
-        """This validator, its parses ending when a budget of ``budget`` seconds from now does (None: no budget).
-
-        Must be called in the event loop, when the tool call's budget starts.
-        """
-        if budget is None or math.isinf(budget):
-            return self
-        deadline = min(self.deadline, anyio.current_time() + budget)
-        return BuiltinTypeValidator(self.spec, self.type_name, deadline=deadline, budget=budget)
 
     def _shown(self, seconds: float) -> str:
         """The limit as the caller gave it: the whole budget when it is what ran out, not the moment's rest."""
