@@ -10,7 +10,7 @@ DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
 EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray,docs
 
-.PHONY: install install-core demo test docs bench bench-labels bench-calibration bench-decisions train train-model train-reader train-teacher bench-serve bench-soak bench-replicas bench-batch check-data clean
+.PHONY: install install-core demo test docs bench bench-labels bench-calibration bench-decisions train train-model train-reader train-teacher train-passages bench-serve bench-soak bench-replicas bench-batch check-data clean
 
 install: $(VENV)/.installed
 install-core: $(VENV)/.installed-core
@@ -84,6 +84,14 @@ bench-calibration: install
 bench-decisions: install
 	$(BIN)/python training/train.py --data $(DECISIONS) --no-write
 	$(BIN)/python training/stack.py --data $(DECISIONS) --everyday $(EVERYDAY) --no-write
+	$(BIN)/python training/passages.py --report --data $(DATA)
+
+# The passage reader's trial (training/passages.py, not shipped): the reader fine-tuned on DL19's judgments,
+# FOLD=0..4 trains without that fifth of the queries and writes training/heldout/passages/fold-FOLD.json (about
+# half an hour a fold on one core); bench-decisions prints the five-fold table from those files.
+train-passages: install
+	$(BIN)/python -m pip install -q -e '.[train]'
+	$(BIN)/python training/passages.py --data $(DATA) --fold $(FOLD)
 
 # The reader (a MiniLM cross-encoder) needs torch, which only the training targets install. It is trained twice:
 # a six-layer reader, then the shipped four-layer one taught by it (--layers 4 --distil). FOLD=0, 1 or 2 trains

@@ -616,6 +616,7 @@ def choice_table(
     rows = _choice_rows(choices, having, store, kind)
     described = _choice_rows(choices, having, store, "choice") if bare else []
     correct = defaultdict(list)
+    per_domain: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for k in sorted({fold_of[row.domain] for row, *_ in rows}):
         train_rows = [t for t in rows if fold_of[t[0].domain] != k] or rows
         fitted = _fit_choice_blend(train_rows)
@@ -625,6 +626,8 @@ def choice_table(
         for row, r, cosine, answer in (t for t in rows if fold_of[t[0].domain] == k):
             _judge_choice(correct, r, cosine, answer, bool(row.none_text), *fitted)
             if row.none_text:
+                _judge_choice(per_domain[row.domain], r, cosine, answer, True, *fitted)
+            if row.none_text:
                 _judge_choice(thresholded, r, cosine, answer, True, *shifted)
             if before:
                 _judge_choice(correct, r, cosine, answer, bool(row.none_text), *before, prefix="described fit: ")
@@ -633,11 +636,26 @@ def choice_table(
     print(f"\nEveryday choice{', options named only' if bare else ''}, leave-one-domain-out (accuracy)")
     for name, hits in correct.items():
         print(f"  {name:50} {np.mean(hits):.3f} ({len(hits)} rows)")
+    report_none_by_domain(per_domain)
     fitted = _fit_choice_blend(rows)
     a, b, (c, d) = fitted
     # With none_threshold, shipped with its "none" threshold set as each fold's is above, on every fold's rows.
     shift = none_shift(rows, fitted) if none_threshold else 0.0
     return {"reader": a, "cosine": b, "none_best": c[0], "none_cosine": c[1], "none_offset": d + shift}
+
+
+def report_none_by_domain(per_domain: dict[str, dict[str, list]]) -> None:
+    """"None" offered, domain by domain, worst loss first: its recall, and the in-scope accuracy it costs (the
+    in-scope rows right without "none" and sent to it). A mean hides a domain whose logits sit elsewhere."""
+    if not per_domain:
+        return
+    print('  "none" offered, by held-out domain (worst first)      none recall   in scope lost')
+    lines = []
+    for domain, judged in per_domain.items():
+        lost = np.mean(judged["in scope, none offered, without none"]) - np.mean(judged["in scope, none offered"])
+        lines.append((lost, domain, np.mean(judged["none recall"]), len(judged["none recall"])))
+    for lost, domain, recall, count in sorted(lines, reverse=True):
+        print(f"    {domain:50} {recall:.3f} ({count:2}) {100 * lost:6.1f} points")
 
 
 def _judge_choice(correct, r, cosine, answer, none_offered, a, b, none, prefix="") -> None:
