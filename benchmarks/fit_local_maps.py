@@ -5,7 +5,7 @@
 Reads Banking77 development rows ({"text", "label"} lines) and prints,
 for each map, the figure on held-out data (labels or rows not used to fit it)
 beside the constants fitted on every row; those constants are the ones in
-``decirank/backends/local/_model.py`` (``MAPS``) and ``_fewshot.py``.
+``decirank/backends/local/_shapes.py`` (``MAPS``) and ``_fewshot.py``.
 
 - a choice among labels: softmax sharpness by log loss over the 77 intents.
 - few-shot: the regularisation of each head over repeated random splits.

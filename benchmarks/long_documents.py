@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import decirank
-from decirank.backends.local import _model, runtime
+from decirank.backends.local import _runtime, runtime
 from decirank.evaluation.trec import _ndcg_at_10, load_qrels, load_run
 
 DATA = Path(__file__).parents[2] / "shared" / "data" / "trec-dl19"
@@ -43,7 +43,7 @@ def long_documents(queries, depth: int, seed: int) -> dict[str, list[tuple[str, 
 
 def rerank_all(queries, documents, max_windows: int) -> tuple[dict[str, dict[str, float]], float, int]:
     """The run (qid -> docid -> score) with passages read in at most ``max_windows`` windows; seconds; cut notes."""
-    _model.MAX_WINDOWS = max_windows
+    _runtime.MAX_WINDOWS = max_windows
     runtime.clear_cache()  # readings and vectors depend on the window cap
     run, cut, started = {}, 0, time.perf_counter()
     for query in queries:
@@ -72,7 +72,7 @@ def main() -> None:
     )
     bm25 = {q.qid: {docid: -rank for rank, (docid, _) in enumerate(documents[q.qid])} for q in queries}
     print(f"BM25 order               nDCG@10 {_ndcg_at_10(qrels, bm25):.4f}")
-    for label, windows in (("cut at 256 tokens", 1), (f"windows (up to {_model.MAX_WINDOWS})", _model.MAX_WINDOWS)):
+    for label, windows in (("cut at 256 tokens", 1), (f"windows (up to {_runtime.MAX_WINDOWS})", _runtime.MAX_WINDOWS)):
         run, seconds, cut = rerank_all(queries, documents, windows)
         print(
             f"{label:24} nDCG@10 {_ndcg_at_10(qrels, run):.4f}  {seconds / len(queries):.2f} s/query  "

