@@ -9,7 +9,7 @@ import numpy as np
 
 from decirank.backends.local import runtime
 from decirank.backends.local._model import VARIANTS, LocalModel
-from decirank.backends.local._runtime import shared_runtime
+from decirank.backends.local._runtime import Runtime, shared_runtime
 from decirank.types.questions import LikelihoodQuestion
 
 TEXT = "My dog keeps scratching; the vet found fleas."
@@ -43,3 +43,15 @@ def test_the_readers_logits_are_the_models_own(monkeypatch):
     logits = runtime.reader_logits([pair])
     assert logits.shape == (1,)
     np.testing.assert_allclose(logits, [logit], rtol=0, atol=1e-9)
+
+
+def test_a_model_given_its_own_runtime_computes_with_it_alone():
+    """A runtime passed in is the only one the model computes with: its own cache fills, the shared one's does not,
+    and the answers are the shared runtime's."""
+    question = {"q": LikelihoodQuestion(QUESTION)}
+    shared = LocalModel(VARIANTS["default"]).answer(TEXT, question, threading.Event())[0]
+    shared_runtime.cache.clear()
+    own = Runtime()
+    answers = LocalModel(VARIANTS["default"], runtime=own).answer(TEXT, question, threading.Event())[0]
+    assert len(own.cache) > 0 and len(shared_runtime.cache) == 0
+    assert answers["q"].probability == shared["q"].probability

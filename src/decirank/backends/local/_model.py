@@ -119,7 +119,11 @@ class LocalModel:
         return vectors, computed
 
     def _read_pairs(
-        self, questions: dict[str, Question], plans: dict[str, ShapePlan], evidence: Evidence, cancelled
+        self,
+        questions: dict[str, Question],
+        plans: dict[str, ShapePlan],
+        evidence: Evidence,
+        cancelled: threading.Event,
     ) -> tuple[int, int]:
         """The reader's logit of every (question, text) pair the plans ask for, each once, kept in the evidence's
         vectors; the tokens read and those computed. Only a variant with MiniLM reads (the reader shares its

@@ -463,7 +463,8 @@ class LevelsPlan(ShapePlan):
 class LabelsPlan(ShapePlan):
     """A choice among short options, judged against the state: MiniLM alone, then the reader reads the best of them.
 
-    With one option beside "none", ``reading`` reads that option as a yes/no question."""
+    With one option beside "none", ``reading`` reads that option as a yes/no question.
+    """
 
     shape = "labels"
     notes_query = True
