@@ -101,3 +101,26 @@ def test_nothing_below_the_package_root_imports_the_root():
     """Modules take __version__ from decirank._version, never from the package root that imports them all."""
     importers = sorted(module for module, targets in import_graph().items() if "decirank" in targets)
     assert importers == []
+
+
+TRAINING = PACKAGE_ROOT.parents[1] / "training"
+
+
+def test_training_imports_no_private_name_of_decirank():
+    """The recipe reads the runtime through its public module (``decirank.backends.local.runtime``), so the
+    runtime's private modules can change without breaking the way the model is trained."""
+    scripts = sorted(TRAINING.glob("*.py"))
+    assert scripts, f"no training scripts under {TRAINING}"
+    private = []
+    for path in scripts:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            names = [alias.name for alias in node.names] if isinstance(node, ast.ImportFrom) else []
+            for module in modules:
+                if module.startswith("decirank") and any(part.startswith("_") for part in module.split(".")):
+                    private.append(f"{path.name}: {module}")
+                elif module.startswith("decirank"):
+                    private += [f"{path.name}: {module}.{name}" for name in names if name.startswith("_")]
+    assert private == []

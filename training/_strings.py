@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from decirank.backends.local._head import BACKGROUND_TOPICS
-from decirank.backends.local._questions import AUXILIARY, option_reading, read_yes_no
+from decirank.backends.local.runtime import AUXILIARY, BACKGROUND_TOPICS, option_reading, read_yes_no
 
 
 def strings(yes_no, choices) -> list[str]:

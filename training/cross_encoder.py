@@ -112,15 +112,16 @@ from bases import BASES, base_path
 from corpus import by_domain, choice_rows, yes_no_rows
 
 from decirank.backends.local import runtime
-from decirank.backends.local._questions import (
+from decirank.backends.local.runtime import (
+    four_bit_rows,
     level_asked,
     named_only,
     option_asked,
     option_name,
+    reader_layers,
     strip_negation,
     yes_no_asked,
 )
-from decirank.backends.local._reader import four_bit_rows, reader_layers
 
 HERE = Path(__file__).parent
 CACHE = HERE / ".cache" / "cross_encoder"

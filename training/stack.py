@@ -51,11 +51,12 @@ from _strings import negate, strings
 from corpus import YesNoRow, yes_no_rows
 from vectors import VectorStore
 
-from decirank.backends.local._assets import find_blend, find_decision_head
-from decirank.backends.local._head import DecisionHead
-from decirank.backends.local._questions import (
+from decirank.backends.local.runtime import (
     NEGATED_READS,
+    DecisionHead,
     asks_yes_or_no,
+    find_blend,
+    find_decision_head,
     negated_reading,
     read_yes_no,
     strip_negation,

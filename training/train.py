@@ -41,15 +41,20 @@ from corpus import ATTRIBUTE, PASSAGE, by_domain, choice_rows, yes_no_rows
 from corpus import TOPIC as TOPIC_FAMILY
 from vectors import VectorStore
 
-from decirank.backends.local._head import (
+from decirank.backends.local.runtime import (
     BACKGROUND_TOPICS,
+    CONTRAST,
     FEATURES,
+    KINDS,
     SCALARS,
+    TOPIC,
     DecisionHead,
+    option_reading,
+    question_kind,
+    read_yes_no,
     swap_sides,
     yes_no_features,
 )
-from decirank.backends.local._questions import CONTRAST, KINDS, TOPIC, option_reading, question_kind, read_yes_no
 from decirank.evaluation.trec import calibration
 
 # --- settings (plain variables, overridable from the command line) ---------------------------------------
@@ -435,7 +440,7 @@ def choice_report(choices, store: VectorStore, fold_heads: dict, final: Decision
     return report, scored
 
 
-#: The label map's sharpness (``_model.MAPS.label_sharpness``): a choice among labels is softmax(16.5 cos).
+#: The label map's sharpness (``_shapes.MAPS.label_sharpness``): a choice among labels is softmax(16.5 cos).
 LABEL_SHARPNESS = 16.5
 #: Random splits of each choice domain's labels, a quarter held out each time, for the "none" map.
 NONE_SPLITS = 3
