@@ -244,3 +244,23 @@ def test_the_filters_item_questions_share_one_few_shot_head():
     before = len(heads._heads)
     decirank.filter([f"my hamster number {i} escaped" for i in range(12)], "Is it about pets?", {}, examples=examples)
     assert len(heads._heads) == before + 1
+
+
+@pytest.mark.parametrize("model", ["local", "local:minilm", "local:splade"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Is it about pets?",
+        "Does this passage bear on the request?\nText: pets and other animals",
+        "This passage bears on the request: pets and other animals",
+    ],
+)
+def test_few_shot_answers_on_every_variant_and_shape(model, question):
+    # A few-shot head starts from each example's zero-shot logit and learns from its MiniLM vector: a passage
+    # question needs the examples' SPLADE states, and SPLADE alone still needs their MiniLM vectors.
+    examples = [{"item": "I adopted a puppy last week.", "answer": True}, {"item": "Bond yields rose.", "answer": False}]
+    result = decirank.filter(PETS, question, model=model, examples=examples)
+    probabilities = [decision.probability for decision in result.decisions]
+    assert len(probabilities) == len(PETS)
+    assert all(0.0 < p < 1.0 for p in probabilities)
+    assert probabilities[0] > probabilities[1]  # the dog with fleas above stock prices

@@ -36,6 +36,8 @@ class _CallTexts:
     readings: dict[str, TextReading]
     #: the passages read whole, window by window: those longer than one window
     windowed: list[str]
+    #: whether a plan has examples to fit a few-shot head on
+    few_shot: bool
 
 
 class LocalModel:
@@ -90,7 +92,8 @@ class LocalModel:
                 if len(readings[text].windows) > 1
             )
         )
-        return _CallTexts(compared, sparse, readings, windowed)
+        few_shot = any(plan.example_texts for plan in plans.values())
+        return _CallTexts(compared, sparse, readings, windowed, few_shot)
 
     def _tokens_read(self, texts: _CallTexts) -> int:
         """Tokens the encoders read: each compared text's first window, and a windowed passage's other windows."""
@@ -102,7 +105,8 @@ class LocalModel:
         computed rather than served from the cache (the larger of the two encoders', which run side by side)."""
         vectors = Vectors(texts.compared)
         computed = 0
-        if self.variant.dense and texts.compared:
+        # A few-shot head learns from MiniLM vectors whatever the variant fuses, SPLADE alone too.
+        if (self.variant.dense or texts.few_shot) and texts.compared:
             vectors.dense, computed = self.runtime.dense_vectors(texts.compared, cancelled)
             if texts.windowed:
                 windows, n = self.runtime.dense_windows(texts.windowed, cancelled)

@@ -357,7 +357,8 @@ class PassagePlan(ShapePlan):
     notes_query = True
 
     def sparse_texts(self) -> tuple[str, ...]:
-        return (*self.queries, *self.subjects)
+        # The examples too: a few-shot head starts from each example's zero-shot logit, which is fused.
+        return (*self.queries, *self.subjects, *self.example_texts)
 
     def windowed_texts(self) -> tuple[str, ...]:
         return tuple(self.subjects)
