@@ -178,10 +178,9 @@ def train_fold(fold: int, args) -> None:
 # --- the five-fold table ---------------------------------------------------------------------------------
 
 
-def fused_scores(queries: list[dict], cache: Path) -> dict[str, dict[str, float]]:
-    """The shipped rerank's relevance score of every passage (the fused encoders), kept in ``cache``."""
-    if cache.exists():
-        return json.loads(cache.read_text(encoding="utf-8"))
+def fused_scores(queries: list[dict]) -> dict[str, dict[str, float]]:
+    """The shipped rerank's relevance score of every passage (the fused encoders), computed afresh each time
+    (under a minute), so the table never compares against another model's."""
     import decirank
 
     scores = {}
@@ -189,8 +188,6 @@ def fused_scores(queries: list[dict], cache: Path) -> dict[str, dict[str, float]
         documents = [{"id": hit["docid"], "text": hit["content"]} for hit in query["hits"]]
         result = decirank.rerank(query["query"], documents, model="local", timeout=None)
         scores[query["qid"]] = {entry.id: entry.relevance_score for entry in result.results}
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(scores), encoding="utf-8")
     return scores
 
 
@@ -224,7 +221,7 @@ def report(args) -> None:
     if not trained:
         print(f"\nDL19 passages: no held-out logits in {HELD_OUT} (passages.py --fold K writes them)")
         return
-    fused = fused_scores(queries, HERE / ".cache" / "dl19-fused.json")
+    fused = fused_scores(queries)
     judged = [q["qid"] for q in queries if folds[q["qid"]] in trained]
     print(f"\nDL19 passages, {FOLDS} folds of queries (folds {trained}: {len(judged)} of {len(queries)} queries)")
     print(f"  {'fused encoders (shipped rerank)':44} nDCG@10 {ndcg(qrels, {q: fused[q] for q in judged}):.4f}")
