@@ -87,8 +87,8 @@ bench-decisions: install
 	$(BIN)/python training/passages.py --report --data $(DATA)
 
 # The passage reader's trial (training/passages.py, not shipped): the reader fine-tuned on DL19's judgments,
-# FOLD=0..4 trains without that fifth of the queries and writes training/heldout/passages/fold-FOLD.json (about
-# half an hour a fold on one core); bench-decisions prints the five-fold table from those files.
+# FOLD=0..4 trains without that fifth of the queries and writes training/heldout/passages/fold-FOLD.json (10 to
+# 11 minutes a fold on one core); bench-decisions prints the five-fold table from those files.
 train-passages: install
 	$(BIN)/python -m pip install -q -e '.[train]'
 	$(BIN)/python training/passages.py --data $(DATA) --fold $(FOLD)
