@@ -628,7 +628,6 @@ def choice_table(
             _judge_choice(correct, r, cosine, answer, bool(row.none_text), *fitted)
             if row.none_text:
                 _judge_choice(per_domain[row.domain], r, cosine, answer, True, *fitted)
-            if row.none_text:
                 _judge_choice(thresholded, r, cosine, answer, True, *shifted)
             if before:
                 _judge_choice(correct, r, cosine, answer, bool(row.none_text), *before, prefix="described fit: ")
