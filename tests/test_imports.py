@@ -114,13 +114,15 @@ def test_training_imports_no_private_name_of_decirank():
     private = []
     for path in scripts:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             if isinstance(node, ast.Import):
-                modules = [alias.name for alias in node.names]
-            names = [alias.name for alias in node.names] if isinstance(node, ast.ImportFrom) else []
-            for module in modules:
-                if module.startswith("decirank") and any(part.startswith("_") for part in module.split(".")):
-                    private.append(f"{path.name}: {module}")
-                elif module.startswith("decirank"):
-                    private += [f"{path.name}: {module}.{name}" for name in names if name.startswith("_")]
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            private += [
+                f"{path.name}: {name}"
+                for name in names
+                if name.startswith("decirank") and any(part.startswith("_") for part in name.split("."))
+            ]
     assert private == []

@@ -703,10 +703,24 @@ def fine_tune(
     rate: float = RATE,
 ) -> None:
     plan = batches(pairs, groups, epochs, seed)
+    optimise(
+        model,
+        plan,
+        lambda step: step_loss(model, tokenizer, pairs, groups, step, device, ordinal, teacher),
+        checkpoint,
+        device,
+        rate,
+    )
+
+
+def optimise(model, plan: list, loss_of, checkpoint: Path, device: str, rate: float = RATE, warmup: int = WARMUP):
+    """AdamW over ``plan``'s steps (``loss_of(step)`` each step's loss), the rate warmed up over ``warmup``
+    steps then falling linearly to 0, gradients clipped at 1; the state saved to ``checkpoint`` every 200
+    steps and at the end, and resumed from it when a run is started again."""
     trained = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(trained, lr=rate, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda step: min(1.0, step / WARMUP) * max(0.0, 1 - step / len(plan))
+        optimiser, lambda step: min(1.0, step / warmup) * max(0.0, 1 - step / len(plan))
     )
     step = 0
     if checkpoint.exists():
@@ -719,7 +733,7 @@ def fine_tune(
     model.train()
     started, smoothed = time.monotonic(), None
     while step < len(plan):
-        loss = step_loss(model, tokenizer, pairs, groups, plan[step], device, ordinal, teacher)
+        loss = loss_of(plan[step])
         optimiser.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trained, 1.0)

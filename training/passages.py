@@ -18,7 +18,8 @@ order of the grades, not a threshold.
 ``--fold K`` trains on the queries of the other four folds (``FOLDS``, a fixed
 draw over the sorted query ids) and writes the reader's logit of every
 passage of fold K's queries to ``training/heldout/passages/fold-K.json`` with
-the seed, the recipe and the commit. Nothing else is written: no weights ship
+the seed, the recipe and the commit; its checkpoint (``cross_encoder.optimise``,
+every 200 steps) lets a run started again resume. No weights ship
 until the folds say the reader wins, and they do not (the reader alone
 0.5205 nDCG@10, no blend above the fused encoders' 0.7018;
 docs/experiments.md, "Passages read by the reader").
@@ -34,6 +35,7 @@ other four folds' queries. torch is needed to train (the ``train`` extra);
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import sys
@@ -130,15 +132,9 @@ def train_fold(fold: int, args) -> None:
     plan = [g for epoch in epochs for g in rng.sample(epoch, len(epoch))]
     plan = plan[: int(len(epochs[0]) * EPOCHS)]
     steps = [plan[i : i + GROUPS_PER_STEP] for i in range(0, len(plan), GROUPS_PER_STEP)]
-    trained = [p for p in model.parameters() if p.requires_grad]
-    optimiser = torch.optim.AdamW(trained, lr=RATE, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda step: min(1.0, step / WARMUP) * max(0.0, 1 - step / len(steps))
-    )
     print(f"fold {fold}: {len(training)} queries, {len(epochs[0])} groups an epoch, {len(steps)} steps", flush=True)
-    started, smoothed = time.monotonic(), None
-    model.train()
-    for step, chosen in enumerate(steps, start=1):
+
+    def loss_of(chosen: list[list[tuple[str, str]]]) -> torch.Tensor:
         pairs = [pair for group in chosen for pair in group]
         inputs = {k: v.to(args.device) for k, v in cross_encoder.encode(tokenizer, pairs).items()}
         logits, at, losses = model(inputs), 0, []
@@ -146,15 +142,15 @@ def train_fold(fold: int, args) -> None:
             mine = logits[at : at + len(group)]
             at += len(group)
             losses.append(torch.nn.functional.cross_entropy(mine[None], mine.new_zeros(1, dtype=torch.long)))
-        loss = torch.stack(losses).mean()
-        optimiser.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trained, 1.0)
-        optimiser.step()
-        schedule.step()
-        smoothed = loss.item() if smoothed is None else 0.98 * smoothed + 0.02 * loss.item()
-        if step % 50 == 0:
-            print(f"step {step}/{len(steps)}: loss {smoothed:.3f}, {time.monotonic() - started:.0f} s", flush=True)
+        return torch.stack(losses).mean()
+
+    # Named by the recipe and the fold, so a run started again resumes its own checkpoint and no other's.
+    recipe = repr((fold, seed, NEGATIVES, GROUPS_PER_STEP, EPOCHS, RATE, WARMUP, MAX_TOKENS, args.reader.name))
+    digest = hashlib.blake2b(recipe.encode("utf-8"), digest_size=4).hexdigest()
+    checkpoint = cross_encoder.CACHE / f"passages-fold-{fold}-{digest}.pt"
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    cross_encoder.optimise(model, steps, loss_of, checkpoint, args.device, RATE, WARMUP)
     pairs = [(q["query"], hit["content"]) for q in held for hit in q["hits"]]
     read = cross_encoder.logits(model, tokenizer, pairs, args.device)
     answers, at = {}, 0
@@ -200,10 +196,14 @@ def ndcg(qrels, run: dict[str, dict[str, float]]) -> float:
     return ir_measures.calc_aggregate([nDCG @ 10], {q: qrels[q] for q in run}, run)[nDCG @ 10]
 
 
-def blended(fused: dict[str, float], reader: dict[str, float], weight: float, top: int) -> dict[str, float]:
+def logits_of(scores: dict[str, float]) -> dict[str, float]:
+    """Each relevance score (a probability) as a logit, the scale the reader's logits add to."""
+    return {d: float(np.log(max(p, 1e-6) / max(1 - p, 1e-6))) for d, p in scores.items()}
+
+
+def blended(logit: dict[str, float], reader: dict[str, float], weight: float, top: int) -> dict[str, float]:
     """The fused score's logit plus ``weight`` times the reader's, over the fused top ``top``; the rest keep
     the fused order below them."""
-    logit = {d: float(np.log(max(p, 1e-6) / max(1 - p, 1e-6))) for d, p in fused.items()}
     best = sorted(logit, key=logit.get, reverse=True)[:top]
     out = {d: s - 1e3 for d, s in logit.items()}
     out.update({d: logit[d] + weight * reader[d] for d in best})
@@ -224,17 +224,22 @@ def report(args) -> None:
         print(f"\nDL19 passages: no held-out logits in {HELD_OUT} (passages.py --fold K writes them)")
         return
     fused = fused_scores(queries)
+    fused_logits = {qid: logits_of(scores) for qid, scores in fused.items()}
     judged = [q["qid"] for q in queries if folds[q["qid"]] in trained]
     print(f"\nDL19 passages, {FOLDS} folds of queries (folds {trained}: {len(judged)} of {len(queries)} queries)")
     print(f"  {'fused encoders (shipped rerank)':44} nDCG@10 {ndcg(qrels, {q: fused[q] for q in judged}):.4f}")
     print(f"  {'reader alone':44} nDCG@10 {ndcg(qrels, {q: reader[q] for q in judged}):.4f}")
     for top in TOP:
         run, chosen = {}, []
+
+        def run_of(qids: list[str], weight: float) -> dict[str, dict[str, float]]:
+            return {q: blended(fused_logits[q], reader[q], weight, top) for q in qids}
+
         for k in trained:
             rest = [q for q in judged if folds[q] != k] or judged
-            weight = max(WEIGHTS, key=lambda w: ndcg(qrels, {q: blended(fused[q], reader[q], w, top) for q in rest}))
+            weight = max(WEIGHTS, key=lambda w: ndcg(qrels, run_of(rest, w)))
             chosen.append(float(weight))
-            run.update({q: blended(fused[q], reader[q], weight, top) for q in judged if folds[q] == k})
+            run.update(run_of([q for q in judged if folds[q] == k], weight))
         label = f"blend on the fused top {top} (weights {chosen})"
         print(f"  {label:44} nDCG@10 {ndcg(qrels, run):.4f}")
 

@@ -135,12 +135,11 @@ class Runtime:
         read = sum(map(len, ids))
         return np.array([float(value[0]) for value in found]), read, sum(len(ids[i]) for i in missing)
 
-    def reader_ids(self, pairs: Sequence[tuple[str, str]], reader: Reader | None = None) -> list[list[int]]:
-        """Each (question, text) as ``reader`` (the shipped one by default) reads it: one sequence of its
-        tokens, the text cut to fit."""
+    def reader_ids(self, pairs: Sequence[tuple[str, str]]) -> list[list[int]]:
+        """Each (question, text) as the reader reads it: one sequence of its tokens, the text cut to fit."""
         if not pairs:  # a call the reader has nothing to read in (ranking passages) leaves it unloaded
             return []
-        reader = self.reader if reader is None else reader
+        reader = self.reader
         # A reader of the runtime's vocabulary shares its tokens (and their cache); an MPNet reads its own.
         tokenize = self.token_ids if reader.tokenizer is None else reader.token_ids
         distinct = list(dict.fromkeys(part for pair in pairs for part in pair))
