@@ -58,6 +58,8 @@ from decirank.backends.local.runtime import (
     find_blend,
     find_decision_head,
     negated_reading,
+    option_texts,
+    option_vector,
     read_yes_no,
     strip_negation,
 )
@@ -123,6 +125,8 @@ def everyday_strings(yes_no, choices, scores) -> list[str]:
         out += [row.text, reading.topic, reading.question, *(s for pair in reading.contrasts for s in pair)]
     for row in choices:
         out += [row.text, *row.options.values(), *row.options]
+        out += [text for key, description in row.options.items() for text in option_texts(key, description)]
+        out += [text for key in row.options for text in option_texts(key, key)]
     return list(dict.fromkeys(out))
 
 
@@ -554,9 +558,11 @@ def _choice_rows(choices, having: dict[int, dict], store: VectorStore, kind: str
         if i not in entries:
             continue
         keys = list(row.options)
-        # Named only, an option is compared by its name as the caller wrote it (classify's list of labels).
-        named = keys if kind == "choice_bare" else list(row.options.values())
-        cosine = store.of([row.text]) @ store.of(named).T
+        # Named only, an option is its name as the caller wrote it (classify's list of labels: each its own
+        # description); else its name and its description, as the runtime compares them (option_texts).
+        described = keys if kind == "choice_bare" else list(row.options.values())
+        options = np.stack([option_vector(store.of(list(option_texts(k, d)))) for k, d in zip(keys, described)])
+        cosine = store.of([row.text]) @ options.T
         answer = keys.index(row.answer) if row.answer in keys else -1
         rows.append((row, np.array(entries[i]["logits"]), cosine[0], answer))
     return rows

@@ -84,6 +84,7 @@ from ._questions import (
     negated_reading,
     option_asked,
     option_reading,
+    option_texts,
     question_kind,
     read_yes_no,
     reads_as_asked,
@@ -107,6 +108,7 @@ __all__ = [
     "Variant",
     "Vectors",
     "YesNoPlan",
+    "option_vector",
     "plan_question",
 ]
 
@@ -475,8 +477,19 @@ class LabelsPlan(ShapePlan):
         """Which options the reader reads: the bi-encoder's best READ_OPTIONS."""
         return np.argsort(-similarity, kind="stable")[:READ_OPTIONS]
 
+    def dense_texts(self) -> tuple[str, ...]:
+        named = (text for key, subject in zip(self.keys, self.subjects) for text in option_texts(key, subject))
+        return tuple(dict.fromkeys((*super().dense_texts(), *named)))
+
+    def similarity(self, evidence: Evidence) -> np.ndarray:
+        """The state's MiniLM cosine to each option: to the mean of its name's and its description's vectors."""
+        options = np.stack(
+            [option_vector(evidence.vectors.of(option_texts(k, s))) for k, s in zip(self.keys, self.subjects)]
+        )
+        return (options @ evidence.vectors.of(self.queries[:1])[0]).astype(np.float64)
+
     def reader_pairs(self, question: Question, evidence: Evidence) -> list[tuple[str, str]]:
-        similarity = evidence.vectors.cosines(self.queries[0], self.subjects)
+        similarity = self.similarity(evidence)
         return [
             (option_asked(question.instructions, self.keys[k], self.subjects[k]), self.queries[0])
             for k in self.read_options(similarity)
@@ -486,7 +499,7 @@ class LabelsPlan(ShapePlan):
         assert isinstance(question, ChoiceQuestion)
         if evidence.vectors.read:
             return ChoiceAnswer(self._read_choice(question, evidence))
-        similarity = evidence.vectors.cosines(self.queries[0], self.subjects)
+        similarity = self.similarity(evidence)
         if self.reading is not None:  # the one option's yes/no likelihood (plan_question)
             none = 1.0 - float(sigmoid(evidence.head_logits(self.reading, self.queries[:1])[0]))
         else:
@@ -505,7 +518,7 @@ class LabelsPlan(ShapePlan):
         reads and how close the closest one is, one map for every domain (``Blend``).
         """
         blend = evidence.runtime.blend
-        similarity = evidence.vectors.cosines(self.queries[0], self.subjects)
+        similarity = self.similarity(evidence)
         distribution = softmax(MAPS.label_sharpness * similarity)
         top = self.read_options(similarity)
         read = np.array(
@@ -628,6 +641,12 @@ def _plan_choice(state_text: str, question: ChoiceQuestion, examples: list[str],
     # No state: the question asks which of the items has a property ("Which one is about pets?").
     reading = read_yes_no(question.instructions)
     return ItemsPlan(queries=_reading_texts(reading), reading=reading, **options)
+
+
+def option_vector(text_vectors: np.ndarray) -> np.ndarray:
+    """An option's vector from its texts' (:func:`._questions.option_texts`): their mean, at unit length."""
+    total = np.asarray(text_vectors, dtype=np.float64).sum(axis=0)
+    return total / max(float(np.linalg.norm(total)), 1e-12)
 
 
 def _reading_texts(reading: YesNoReading) -> list[str]:

@@ -29,6 +29,7 @@ from ._questions import (
     option_asked,
     option_name,
     option_reading,
+    option_texts,
     question_kind,
     read_yes_no,
     strip_negation,
@@ -36,6 +37,7 @@ from ._questions import (
 )
 from ._reader import four_bit_rows, reader_layers
 from ._runtime import shared_runtime as _runtime
+from ._shapes import option_vector
 
 __all__ = [
     # what the model computes, as it computes it
@@ -56,6 +58,8 @@ __all__ = [
     "option_asked",
     "option_name",
     "option_reading",
+    "option_texts",
+    "option_vector",
     "question_kind",
     "read_yes_no",
     "strip_negation",
