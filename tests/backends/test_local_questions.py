@@ -16,6 +16,7 @@ from decirank.backends.local._questions import (
     named_only,
     negated_reading,
     option_asked,
+    option_texts,
     polar_contrast,
     question_kind,
     question_topic,
@@ -196,3 +197,12 @@ def test_an_option_is_named_only_when_its_description_adds_nothing():
     assert named_only("billing", "Billing ")
     assert named_only("tech_support", "tech support")
     assert not named_only("billing", "payments, refunds, invoices")
+
+
+def test_an_option_is_compared_as_its_name_and_its_description():
+    assert option_texts("billing", "payments, refunds") == ("billing", "payments, refunds")
+    # named only: the name as words, once
+    assert option_texts("tech_support", "tech_support") == ("tech support",)
+    assert option_texts("billing", "") == ("billing",)
+    # a position (rank's keys) says nothing of the option
+    assert option_texts("003", "SPLADE for first-stage ranking") == ("SPLADE for first-stage ranking",)

@@ -23,6 +23,8 @@ from decirank.backends.local._head import (
     yes_no_features,
 )
 from decirank.backends.local._runtime import shared_runtime
+from decirank.backends.local._shapes import VARIANTS, Evidence, Vectors, plan_question
+from decirank.backends.local.runtime import dense_vectors
 from decirank.errors import InvalidInputError
 from decirank.types.answers import check_response
 from decirank.types.questions import ChoiceQuestion, DecisionRequest, Example, LikelihoodQuestion, ScoreQuestion
@@ -162,6 +164,22 @@ def test_each_named_scalar_is_in_its_column():
 )
 def test_plain_topic_questions_come_out_as_a_person_would_answer(text, question, expected):
     assert (decide(text, q=LikelihoodQuestion(question))["q"].probability >= 0.5) is expected
+
+
+def test_a_label_is_compared_by_its_name_and_its_description_together():
+    """MiniLM's cosine to a described option is to the mean of its name's and its description's vectors."""
+    text = "The app crashes at login"
+    question = ChoiceQuestion("Which team?", {"billing": "payments, refunds, invoices", "tech": "the app, logins"})
+    plan = plan_question(text, question, VARIANTS["default"])
+    texts = list(plan.dense_texts())
+    assert {"billing", "tech", "payments, refunds, invoices", "the app, logins"} <= set(texts)
+    vectors = Vectors(texts)
+    vectors.dense = dense_vectors(texts)
+    evidence = Evidence(VARIANTS["default"], shared_runtime, vectors)
+    name_and_description = vectors.of(["tech", "the app, logins"]).sum(axis=0)
+    expected = name_and_description @ vectors.of([text])[0] / np.linalg.norm(name_and_description)
+    assert plan.similarity(evidence)[1] == pytest.approx(expected, abs=1e-6)
+    assert plan.similarity(evidence)[1] != pytest.approx(vectors.cosines(text, ["the app, logins"])[0], abs=1e-3)
 
 
 def test_none_of_these_comes_from_evidence_that_no_option_fits():
