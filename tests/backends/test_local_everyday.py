@@ -53,6 +53,29 @@ def test_a_refund_goes_to_billing_when_the_teams_are_bare_labels():
     assert refund.choice == "billing"
 
 
+NEWCOMER_TICKETS = [
+    "The app crashes at login",
+    "I cannot log in to my account",
+    "The website shows error 500",
+    "I was charged twice",
+]
+
+
+def test_the_newcomers_tickets_go_to_their_teams_when_the_teams_are_described():
+    decisions = decirank.classify(NEWCOMER_TICKETS, "Which team?", TEAMS).decisions
+    assert [decision.choice for decision in decisions] == ["tech", "tech", "tech", "billing"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason='options named only: MiniLM puts "billing" nearer every account text than "tech", and the reader '
+    "does not outweigh it (docs/experiments.md, Options named only); it passes once a reader reads bare names",
+)
+def test_the_newcomers_tickets_go_to_their_teams_when_the_teams_are_bare_labels():
+    decisions = decirank.classify(NEWCOMER_TICKETS, "Which team?", ["billing", "tech"]).decisions
+    assert [decision.choice for decision in decisions] == ["tech", "tech", "tech", "billing"]
+
+
 def test_a_lost_parcel_goes_to_no_team_of_billing_and_tech():
     parcel = decirank.classify(
         ["My parcel has not arrived"], "Which team should handle this?", TEAMS, none="none of these"
