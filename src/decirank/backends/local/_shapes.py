@@ -31,8 +31,9 @@ what is compared with what and how the similarity becomes a probability:
   reader level by level (below); one worded yes/no spreads that question's
   likelihood over its levels.
 - **labels** (:class:`LabelsPlan`; a choice whose options are short): the
-  state against each label, MiniLM alone (SPLADE's term matches hurt short
-  texts), ``softmax``; the best READ_OPTIONS of them are then read by the
+  state against each label (the mean of its name's and its description's
+  vectors, ``_questions.option_texts``), MiniLM alone (SPLADE's term matches
+  hurt short texts), ``softmax``; the best READ_OPTIONS of them are then read by the
   reader, and "none of these" is whether even the best one read fits.
 - **items** (:class:`ItemsPlan`; a choice among short items with no state:
   "Which one is about pets?"): each item's yes/no likelihood from the head,
