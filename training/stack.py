@@ -124,7 +124,8 @@ def everyday_strings(yes_no, choices, scores) -> list[str]:
         reading = read_yes_no(row.question, getattr(row, "true", None), getattr(row, "false", None))
         out += [row.text, reading.topic, reading.question, *(s for pair in reading.contrasts for s in pair)]
     for row in choices:
-        out += [row.text, *row.options.values(), *row.options]
+        # Each option as the runtime compares it (option_texts), described and named only.
+        out.append(row.text)
         out += [text for key, description in row.options.items() for text in option_texts(key, description)]
         out += [text for key in row.options for text in option_texts(key, key)]
     return list(dict.fromkeys(out))

@@ -479,8 +479,9 @@ class LabelsPlan(ShapePlan):
         return np.argsort(-similarity, kind="stable")[:READ_OPTIONS]
 
     def dense_texts(self) -> tuple[str, ...]:
+        # The call encodes each distinct text once, so a name that is also its description costs nothing more.
         named = (text for key, subject in zip(self.keys, self.subjects) for text in option_texts(key, subject))
-        return tuple(dict.fromkeys((*super().dense_texts(), *named)))
+        return (*super().dense_texts(), *named)
 
     def similarity(self, evidence: Evidence) -> np.ndarray:
         """The state's MiniLM cosine to each option: to its description's vector and half its name's."""
