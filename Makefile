@@ -10,7 +10,7 @@ DECISIONS ?= ../shared/data/decisions
 LABELS := $(BIN)/decirank eval labels
 EXTRAS := server,mcp,eval,postgres,test,langchain,llamaindex,haystack,ray,docs
 
-.PHONY: install install-core demo test docs bench bench-labels bench-calibration bench-decisions train train-model train-reader train-teacher train-passages bench-serve bench-soak bench-replicas bench-batch check-data clean
+.PHONY: install install-core demo test docs bench bench-labels bench-calibration bench-decisions train train-model train-reader train-teacher train-passages train-passages-pretrained bench-serve bench-soak bench-replicas bench-batch check-data clean
 
 install: $(VENV)/.installed
 install-core: $(VENV)/.installed-core
@@ -84,14 +84,25 @@ bench-calibration: install
 bench-decisions: install
 	$(BIN)/python training/train.py --data $(DECISIONS) --no-write
 	$(BIN)/python training/stack.py --data $(DECISIONS) --everyday $(EVERYDAY) --no-write
-	$(BIN)/python training/passages.py --report --data $(DATA)
+	$(BIN)/python training/passages.py --report --data $(DATA) --heldout training/heldout/passages \
+		--heldout training/heldout/passages-qa --heldout training/heldout/passages-qa-dl19
 
-# The passage reader's trial (training/passages.py, not shipped): the reader fine-tuned on DL19's judgments,
+# The passage reader's trials (training/passages.py, not shipped): the reader fine-tuned on DL19's judgments,
 # FOLD=0..4 trains without that fifth of the queries and writes training/heldout/passages/fold-FOLD.json (10 to
-# 11 minutes a fold on one core); bench-decisions prints the five-fold table from those files.
+# 11 minutes a fold on one core). train-passages-pretrained first teaches it the 28 sets' questions and their
+# passages (boolq, multirc, pubmedqa; 23 minutes on 2 cores, once), writes that reader's logits of every query
+# (training/heldout/passages-qa/), then fine-tunes it fold by fold (training/heldout/passages-qa-dl19/).
+# bench-decisions prints the five-fold table of each.
 train-passages: install
 	$(BIN)/python -m pip install -q -e '.[train]'
 	$(BIN)/python training/passages.py --data $(DATA) --fold $(FOLD)
+
+train-passages-pretrained: install
+	$(BIN)/python -m pip install -q -e '.[train]'
+	$(BIN)/python training/passages.py --data $(DATA) --decisions $(DECISIONS) --pretrain --zero-shot \
+		--heldout training/heldout/passages-qa
+	$(BIN)/python training/passages.py --data $(DATA) --decisions $(DECISIONS) --from-pretrained \
+		--fold $(FOLD) --heldout training/heldout/passages-qa-dl19
 
 # The reader (a MiniLM cross-encoder) needs torch, which only the training targets install. It is trained twice:
 # a six-layer reader, then the shipped four-layer one taught by it (--layers 4 --distil). FOLD=0, 1 or 2 trains
