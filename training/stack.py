@@ -26,6 +26,9 @@ own domain. The shipped blend is fitted on every fold and written to
 file is missing is left out of the tables (and they say so), so the tables
 can be printed while the folds are still being trained; with one fold's
 file alone, the blends are cross-fitted by domain within it.
+``--second-reader DIR --no-write`` answers options named only and score
+levels from another reader's folds (two readers, each for the shapes it
+reads best: a trial the runtime cannot run yet, so nothing is written).
 """
 
 from __future__ import annotations
@@ -792,6 +795,12 @@ def main() -> None:
         help="the folder of fold-K.json files the blend is fitted on (default: the shipped blend's, as blend.json "
         "records it)",
     )
+    parser.add_argument(
+        "--second-reader",
+        type=Path,
+        help="the fold files of a second reader that answers options named only and score levels in place of "
+        "the first (a trial of two readers, each for the shapes it reads best; with --no-write only)",
+    )
     parser.add_argument("--everyday-only", action="store_true", help="leave the 28 sets' rows out (a quick look)")
     parser.add_argument(
         "--none-threshold",
@@ -805,8 +814,13 @@ def main() -> None:
         "a reader that costs twice MiniLM's a read); default: as the shipped blend.json does",
     )
     args = parser.parse_args()
+    if args.second_reader and not args.no_write:
+        # The runtime reads every shape with one reader: a blend fitted on another's logits must not ship.
+        parser.error("--second-reader prints the tables only: add --no-write")
     args.heldout, args.negated_reads = shipped_defaults(args.heldout, args.negated_reads)
     folds, (yes_no, choices, scores), store, heads = load(args.heldout, args.everyday)
+    # The reader of options named only and of score levels: the first, unless a second is tried.
+    names_and_levels = load_folds(args.second_reader) if args.second_reader else folds
     table = yes_no_table(args.data, yes_no, folds, store, heads, not args.everyday_only, args.negated_reads)
     p = table.cross_fitted()
     report_everyday(table, p)
@@ -821,10 +835,10 @@ def main() -> None:
     }
     blend["choice"] = choice_table(choices, folds, store, none_threshold=args.none_threshold)
     # Options named only (a caller's list of labels) have a blend of their own, from the folds that read them.
-    bare = choice_table(choices, folds, store, bare=True, none_threshold=args.none_threshold)
+    bare = choice_table(choices, names_and_levels, store, bare=True, none_threshold=args.none_threshold)
     if bare:
         blend["choice_bare"] = bare
-    blend["score"] = score_table(scores, folds, store, heads)
+    blend["score"] = score_table(scores, names_and_levels, store, heads)
     print(f"\nshipped yes/no blend: {json.dumps(blend['yes_no'])[:300]}")
     print(f"shipped choice blend: {json.dumps(blend['choice'])}")
     print(f"shipped score blend: {json.dumps(blend['score'])}")
