@@ -61,7 +61,11 @@ final`` export carries its own word embeddings in 4 bits (``export``). Its
 folds are judged like any reader's (``--heldout training/heldout/mpnet``), and
 ``--distil --teacher-base mpnet`` teaches a student from its answers (of the
 same fold and seed, trained first) while the student still starts from the
-six-layer MiniLM reader's first layers. ``--transfer N`` adds questions no
+six-layer MiniLM reader's first layers. ``--ffn-units N`` keeps N of each
+layer's feed-forward units (``narrowed``) before training: six MPNet layers
+whole are too large to ship beside the MiniLM reader (docs/experiments.md,
+"Open targets"), and half their units saves 14 of their 42 MB.
+``--transfer N`` adds questions no
 one labelled, answered by the teacher alone (``transfer_questions``): each
 everyday yes/no question of a training domain asked of N other texts of its
 domain, each choice question of N/2.
@@ -227,12 +231,16 @@ class CrossEncoder(torch.nn.Module):
     of a full pass.
     """
 
-    def __init__(self, path: str, apart: int = 0, layers: int = 0):
+    def __init__(self, path: str, apart: int = 0, layers: int = 0, ffn_units: int = 0):
         super().__init__()
         self.encoder = AutoModel.from_pretrained(path)
         if layers:  # a shallower reader: MiniLM's first ``layers`` layers only (``--layers``)
             self.encoder.encoder.layer = self.encoder.encoder.layer[:layers]
             self.encoder.config.num_hidden_layers = layers
+        if ffn_units:  # a narrower one (``--ffn-units``)
+            for layer in self.encoder.encoder.layer:
+                narrowed(layer, ffn_units)
+            self.encoder.config.intermediate_size = ffn_units
         self.output = torch.nn.Linear(self.encoder.config.hidden_size, 1)
         self.apart = apart
         # Frozen, so the runtime can share the packaged MiniLM's (int8) word embeddings instead of shipping them.
@@ -277,6 +285,26 @@ class CrossEncoder(torch.nn.Module):
 
 
 # --- data ------------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def narrowed(layer: torch.nn.Module, units: int) -> None:
+    """Keeps ``units`` of a layer's feed-forward units: those whose weights in and out have the largest product
+    of norms (a unit's output is about as large as that product), in their order. The same names in MiniLM's
+    and MPNet's layers (``intermediate.dense`` in, ``output.dense`` out); the export reads the shapes as
+    they are, and so does the runtime's graph."""
+    into, out = layer.intermediate.dense, layer.output.dense
+    if not 0 < units <= into.out_features:
+        raise ValueError(f"--ffn-units: expected 1..{into.out_features}, got {units}")
+    importance = into.weight.norm(dim=1) * out.weight.norm(dim=0)
+    kept = torch.sort(torch.topk(importance, units).indices).values
+    narrower_in = torch.nn.Linear(into.in_features, units)
+    narrower_in.weight.copy_(into.weight[kept])
+    narrower_in.bias.copy_(into.bias[kept])
+    narrower_out = torch.nn.Linear(units, out.out_features)
+    narrower_out.weight.copy_(out.weight[:, kept])
+    narrower_out.bias.copy_(out.bias)
+    layer.intermediate.dense, layer.output.dense = narrower_in, narrower_out
 
 
 def held_domains(fold: int | None, corpus_rows, everyday_rows) -> tuple[set[str], set[str]]:
@@ -1012,7 +1040,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
     tokenizer = AutoTokenizer.from_pretrained(path)
     if args.init_seed is not None:  # start as that draw started (its output layer's random start), so the two
         torch.manual_seed(seed_of(args.init_seed))  # can be averaged (``averaged``)
-    model = CrossEncoder(path, args.apart, args.layers).to(args.device)
+    model = CrossEncoder(path, args.apart, args.layers, args.ffn_units).to(args.device)
     if args.init_seed is not None:
         torch.manual_seed(seed)  # and draws its own dropout
     if args.start:  # a further phase of final readers already trained: their weights averaged
@@ -1038,6 +1066,8 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             settings += (("apart", args.apart),)
         if layers:
             settings += (("layers", layers),)
+        if args.ffn_units:  # never a teacher's: --distil is refused with it
+            settings += (("ffn units", args.ffn_units),)
         if args.bare_options:
             settings += (("bare", args.bare_options),)
         if base != "minilm":
@@ -1127,6 +1157,7 @@ def run_fold(fold: int | None, args, corpus_rows, corpus_choices, data) -> None:
             "hard_options": args.hard_options,
             "apart": args.apart,
             "layers": args.layers,
+            "ffn_units": args.ffn_units,
             "bare_options": args.bare_options,
             "everyday_negated": args.everyday_negated,
             "distil": DISTIL if args.distil else 0.0,
@@ -1212,6 +1243,12 @@ def main() -> None:
         type=int,
         default=0,
         help="keep only the encoder's first this many layers (default 0: all of them, six of MiniLM, twelve of MPNet)",
+    )
+    parser.add_argument(
+        "--ffn-units",
+        type=int,
+        default=0,
+        help="keep this many of each layer's feed-forward units (default 0: all, 1,536 of MiniLM, 3,072 of MPNet)",
     )
     parser.add_argument(
         "--bare-options",
@@ -1321,6 +1358,8 @@ def main() -> None:
         parser.error(f"--fold: expected 0..{everyday.FOLDS - 1}, final or every, got {args.fold!r}")
     if args.distil and not args.layers:
         parser.error("--distil: a student has fewer layers than its teacher; give --layers")
+    if args.distil and args.ffn_units:
+        parser.error("--ffn-units: a student starts as its teacher's first layers, which are whole")
     if args.teacher_reader and (not args.distil or folds != [None]):
         parser.error(
             "--teacher-reader: a final student's teacher (--distil --fold final); a fold's saw its held-out domains"
