@@ -284,9 +284,6 @@ class CrossEncoder(torch.nn.Module):
         return self._pooled(self._layers(x, mask, self.encoder.encoder.layer[self.apart :]), mask)
 
 
-# --- data ------------------------------------------------------------------------------------------------
-
-
 @torch.no_grad()
 def narrowed(layer: torch.nn.Module, units: int) -> None:
     """Keeps ``units`` of a layer's feed-forward units: those whose weights in and out have the largest product
@@ -305,6 +302,9 @@ def narrowed(layer: torch.nn.Module, units: int) -> None:
     narrower_out.weight.copy_(out.weight[:, kept])
     narrower_out.bias.copy_(out.bias)
     layer.intermediate.dense, layer.output.dense = narrower_in, narrower_out
+
+
+# --- data ------------------------------------------------------------------------------------------------
 
 
 def held_domains(fold: int | None, corpus_rows, everyday_rows) -> tuple[set[str], set[str]]:
