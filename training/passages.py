@@ -182,9 +182,9 @@ def group_loss(model, tokenizer, chosen: list[list[tuple[str, str]]], device: st
     return torch.stack(losses).mean()
 
 
-def reader_model(args):
-    """The four-layer reader as shipped, its tokenizer, and (with ``--from-pretrained``) the question-and-passage
-    pretraining's weights loaded over it."""
+def reader_model(args, pretrained: bool):
+    """The four-layer reader as shipped and its tokenizer; ``pretrained``: with the question-and-passage
+    pretraining's weights (``--pretrain``) loaded over it."""
     import torch
     from transformers import AutoTokenizer
 
@@ -195,15 +195,16 @@ def reader_model(args):
     path = base_path("minilm")
     model = cross_encoder.CrossEncoder(path, layers=4).to(args.device)
     cross_encoder.imported(model, args.reader)
-    if getattr(args, "from_pretrained", False):
+    if pretrained:
         checkpoint = pretrained_checkpoint(args)
         if not checkpoint.exists():
-            raise SystemExit(f"--from-pretrained: {checkpoint} is missing: run passages.py --pretrain first")
+            raise SystemExit(f"no pretrained reader at {checkpoint}: run passages.py --pretrain first")
         model.load_state_dict(torch.load(checkpoint, map_location=args.device)["model"])
     return model, AutoTokenizer.from_pretrained(path)
 
 
 def pretrained_checkpoint(args) -> Path:
+    """Where ``--pretrain`` keeps its reader: named by its recipe, so a changed one never resumes another's."""
     sys.path.insert(0, str(HERE))
     import cross_encoder
 
@@ -221,8 +222,7 @@ def pretrain(args) -> None:
 
     torch.manual_seed(SEED)
     rng = random.Random(SEED)
-    args.from_pretrained = False
-    model, tokenizer = reader_model(args)
+    model, tokenizer = reader_model(args, pretrained=False)
     cross_encoder.MAX_TOKENS = PRETRAIN_TOKENS
     plan = pretraining_groups(qa_pairs(args.decisions), rng)
     rng.shuffle(plan)
@@ -238,7 +238,7 @@ def pretrain(args) -> None:
     print(f"pretrained in {time.monotonic() - started:.0f} s", flush=True)
 
 
-def write_fold(fold: int, held: list[dict], model, tokenizer, args, recipe: dict, seconds: float) -> None:
+def write_fold(fold: int, held: list[dict], model, tokenizer, args, seed: int, recipe: dict, seconds: float) -> None:
     """The reader's logit of every passage of ``held``'s queries, as ``--report`` reads them."""
     import cross_encoder
 
@@ -251,7 +251,7 @@ def write_fold(fold: int, held: list[dict], model, tokenizer, args, recipe: dict
         at += len(query["hits"])
     record = {
         "fold": fold,
-        "seed": SEED + fold,
+        "seed": seed,
         "commit": cross_encoder.commit(),
         "recipe": recipe,
         "training_seconds": round(seconds),
@@ -275,11 +275,10 @@ def zero_shot(args) -> None:
     """The pretrained reader's logits of every DL19 query, as five fold files: it never trained on any."""
     queries, _ = load(args.data)
     folds = fold_of(queries)
-    args.from_pretrained = True
-    model, tokenizer = reader_model(args)
+    model, tokenizer = reader_model(args, pretrained=True)
     for fold in range(FOLDS):
         held = [q for q in queries if folds[q["qid"]] == fold]
-        write_fold(fold, held, model, tokenizer, args, {"pretraining": pretraining_recipe(args)}, 0)
+        write_fold(fold, held, model, tokenizer, args, SEED, {"pretraining": pretraining_recipe(args)}, 0)
 
 
 def train_fold(fold: int, args) -> None:
@@ -294,7 +293,7 @@ def train_fold(fold: int, args) -> None:
     seed = SEED + fold
     torch.manual_seed(seed)
     rng = random.Random(seed)
-    model, tokenizer = reader_model(args)
+    model, tokenizer = reader_model(args, args.from_pretrained)
     cross_encoder.MAX_TOKENS = MAX_TOKENS
     epochs = [groups(training, qrels, rng) for _ in range(int(np.ceil(EPOCHS)))]
     plan = [g for epoch in epochs for g in rng.sample(epoch, len(epoch))]
@@ -316,7 +315,7 @@ def train_fold(fold: int, args) -> None:
               "max_tokens": MAX_TOKENS, "start": args.reader.name}
     if args.from_pretrained:
         recipe["pretraining"] = pretraining_recipe(args)
-    write_fold(fold, held, model, tokenizer, args, recipe, time.monotonic() - started)
+    write_fold(fold, held, model, tokenizer, args, seed, recipe, time.monotonic() - started)
 
 
 # --- the five-fold table ---------------------------------------------------------------------------------
