@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))  # the training scripts beside it (cross_encoder, bases), imported where torch is needed
 DL19 = HERE.parents[1] / "shared" / "data" / "trec-dl19"
 HELD_OUT = HERE / "heldout" / "passages"
 READER = HERE.parent / "src" / "decirank" / "backends" / "local" / "assets" / "reader.npz"
@@ -188,7 +189,6 @@ def reader_model(args, pretrained: bool):
     import torch
     from transformers import AutoTokenizer
 
-    sys.path.insert(0, str(HERE))
     import cross_encoder
     from bases import base_path
 
@@ -203,14 +203,18 @@ def reader_model(args, pretrained: bool):
     return model, AutoTokenizer.from_pretrained(path)
 
 
-def pretrained_checkpoint(args) -> Path:
-    """Where ``--pretrain`` keeps its reader: named by its recipe, so a changed one never resumes another's."""
-    sys.path.insert(0, str(HERE))
+def checkpoint_of(name: str, recipe) -> Path:
+    """A training run's checkpoint, named by what it trains and how (``recipe``), so a run started again resumes
+    its own and a changed recipe never resumes another's."""
     import cross_encoder
 
-    recipe = repr((QA_SETS, NEGATIVES, NEAREST_NEGATIVES, NEAREST_POOL, PRETRAIN_TOKENS, PRETRAIN_RATE,
-                   GROUPS_PER_STEP, WARMUP, SEED, args.reader.name))
-    return cross_encoder.CACHE / f"passages-pretrain-{hashlib.blake2b(recipe.encode(), digest_size=4).hexdigest()}.pt"
+    digest = hashlib.blake2b(repr(recipe).encode("utf-8"), digest_size=4).hexdigest()
+    return cross_encoder.CACHE / f"passages-{name}-{digest}.pt"
+
+
+def pretrained_checkpoint(args) -> Path:
+    """Where ``--pretrain`` keeps its reader."""
+    return checkpoint_of("pretrain", (SEED, WARMUP, pretraining_recipe(args)))
 
 
 def pretrain(args) -> None:
@@ -266,6 +270,7 @@ def write_fold(fold: int, held: list[dict], model, tokenizer, args, seed: int, r
 
 
 def pretraining_recipe(args) -> dict:
+    """How ``--pretrain`` trains, as its fold files record it (and its checkpoint is named)."""
     return {"sets": list(QA_SETS), "negatives": NEGATIVES, "nearest_negatives": NEAREST_NEGATIVES,
             "nearest_pool": NEAREST_POOL, "max_tokens": PRETRAIN_TOKENS, "rate": PRETRAIN_RATE,
             "groups_per_step": GROUPS_PER_STEP, "epochs": 1.0, "start": args.reader.name}
@@ -300,21 +305,17 @@ def train_fold(fold: int, args) -> None:
     plan = plan[: int(len(epochs[0]) * EPOCHS)]
     steps = [plan[i : i + GROUPS_PER_STEP] for i in range(0, len(plan), GROUPS_PER_STEP)]
     print(f"fold {fold}: {len(training)} queries, {len(epochs[0])} groups an epoch, {len(steps)} steps", flush=True)
-    start = pretrained_checkpoint(args).name if args.from_pretrained else args.reader.name
-    # Named by the recipe and the fold, so a run started again resumes its own checkpoint and no other's.
-    recipe = repr((fold, seed, NEGATIVES, GROUPS_PER_STEP, EPOCHS, RATE, WARMUP, MAX_TOKENS, start))
-    digest = hashlib.blake2b(recipe.encode("utf-8"), digest_size=4).hexdigest()
-    checkpoint = cross_encoder.CACHE / f"passages-fold-{fold}-{digest}.pt"
+    recipe = {"negatives": NEGATIVES, "groups_per_step": GROUPS_PER_STEP, "epochs": EPOCHS, "rate": RATE,
+              "max_tokens": MAX_TOKENS, "start": args.reader.name}
+    if args.from_pretrained:
+        recipe["pretraining"] = pretraining_recipe(args)
+    checkpoint = checkpoint_of(f"fold-{fold}", (fold, seed, WARMUP, recipe))
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     cross_encoder.optimise(
         model, steps, lambda chosen: group_loss(model, tokenizer, chosen, args.device), checkpoint, args.device,
         RATE, WARMUP,
     )
-    recipe = {"negatives": NEGATIVES, "groups_per_step": GROUPS_PER_STEP, "epochs": EPOCHS, "rate": RATE,
-              "max_tokens": MAX_TOKENS, "start": args.reader.name}
-    if args.from_pretrained:
-        recipe["pretraining"] = pretraining_recipe(args)
     write_fold(fold, held, model, tokenizer, args, seed, recipe, time.monotonic() - started)
 
 
